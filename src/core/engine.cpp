@@ -1,0 +1,256 @@
+#include "core/engine.h"
+
+#include <fcntl.h>
+#include <limits.h>
+
+#include <algorithm>
+
+#include "platform/sys.h"
+
+namespace pipespin {
+
+thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
+
+namespace {
+
+constinit Runtime g_runtime;
+constinit FdTable g_table;
+
+enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBlocking };
+
+// A spin looks this many times before it asks whether the fd is in
+// non-blocking mode: an EAGAIN is delayed by at most these few looks (a
+// couple of µs), while a peer that answers at once costs no extra syscall.
+constexpr unsigned kNonBlockCheckAt = 2;
+
+// What one look at the fd found.
+enum class Look : std::uint8_t {
+    Pending,  // not ready: keep spinning
+    Ready,    // the real call will not block now (ready, hung up, or an error it will report)
+    Answer,   // the look was the operation itself and succeeded: its result is the answer
+};
+
+constexpr short kDone = sys::kPollHup | sys::kPollErr | sys::kPollNval;
+
+// A zero-timeout poll, or FIONREAD, on one fd.
+Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
+    if (probe == Probe::Fionread && events == sys::kPollIn) {
+        long queued = sys::fionread(fd);
+        if (queued != 0) return Look::Ready;
+        // FIONREAD says 0 both for "empty" and for "writer gone": look for
+        // the hang-up every few rounds so that EOF is not delayed.
+        if (iteration % 8 != 0) return Look::Pending;
+    }
+    long rev = sys::poll0_one(fd, events);
+    if (rev == 0) return Look::Pending;
+    return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
+}
+
+// How one read or write looks at its fd. With the nowait probe the look is
+// a non-blocking attempt of the very call the program made (preadv2 or
+// pwritev2 with RWF_NOWAIT): when it succeeds it is the answer, so a hit
+// costs no extra syscall. Where the kernel refuses RWF_NOWAIT (kernels
+// before 6.4, FIFOs opened by path, spliced pipes) the fd falls back to poll.
+struct Looker {
+    int fd;
+    short events;
+    Probe probe;
+    bool nowait;
+    FdInfo info;
+    void* buf;
+    std::size_t n;
+    long result = 0;
+
+    Look operator()(unsigned iteration) noexcept {
+        if (nowait) {
+            long r = events == sys::kPollIn ? sys::read_nowait(fd, buf, n)
+                                            : sys::write_nowait(fd, buf, n);
+            // EPIPE: the kernel already raised SIGPIPE; the program must see
+            // this very result, not a second write.
+            if (r >= 0 || r == -EPIPE) {
+                result = r;
+                return Look::Answer;
+            }
+            if (r == -EAGAIN) return Look::Pending;
+            if (r != -EOPNOTSUPP && r != -EINVAL) return Look::Ready;  // the real call reports it
+            g_table.set_no_nowait(info);
+            nowait = false;
+        }
+        return probe_fd(fd, events, probe, iteration);
+    }
+};
+
+// Spins until the look reports progress, the budget runs out, or a signal
+// handler runs on this thread (the blocking call would have been interrupted).
+// With check_fd >= 0 it also stops when that fd turns out to be in
+// non-blocking mode: the program must get its EAGAIN, not a spin.
+template <class Step>
+SpinEnd spin(std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
+             int check_fd = -1) noexcept {
+    const std::uint32_t epoch = t_signal_epoch;
+    const std::uint64_t start = sys::now_ns();
+    const std::uint64_t deadline = start + budget_ns;
+    for (unsigned i = 1;; ++i) {
+        sys::cpu_relax();
+        if (i == kNonBlockCheckAt && check_fd >= 0) {
+            // O_NONBLOCK is read from the kernel each time, never cached: a
+            // dup, fcntl, FIONBIO or another process sharing the file
+            // description may have changed it.
+            long fl = sys::getfl(check_fd);
+            if (fl < 0 || (fl & O_NONBLOCK)) {
+                spent_ns = sys::now_ns() - start;
+                return SpinEnd::NonBlocking;
+            }
+        }
+        Look look = step(i);
+        std::uint64_t now = sys::now_ns();
+        spent_ns = now - start;
+        if (look == Look::Answer) return SpinEnd::Answer;
+        if (look == Look::Ready) return SpinEnd::Ready;
+        if (t_signal_epoch != epoch) return SpinEnd::Interrupted;
+        if (now >= deadline) return SpinEnd::Exhausted;
+    }
+}
+
+void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
+    const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
+    st.spins.fetch_add(1, std::memory_order_relaxed);
+    st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
+    if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
+    plan.state = &st;
+    plan.obs.spun = true;
+    plan.obs.spin_hit = hit;
+    plan.obs.spin_ns = spent;
+    plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
+    plan.t_call = sys::now_ns();
+}
+
+Plan done(long result) noexcept {
+    Plan plan;
+    plan.action = Plan::Action::Done;
+    plan.result = result;
+    return plan;
+}
+
+// Shared by read and write: one look; if the fd would block and is in
+// blocking mode, spin within the policy's budget.
+Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
+    if (n == 0) return {};
+    FdInfo info = g_table.lookup(fd, classify_fd);
+    if (!info.can(dir)) return {};
+    DirState& st = info.slot->dir[static_cast<int>(dir)];
+    std::uint64_t budget = SpinPolicy::budget_ns(st, g_runtime.params);
+    if (budget == 0) return {};
+
+    const bool reading = dir == Dir::Read;
+    const Probe probe = g_runtime.probe;
+    // Up to PIPE_BUF a pipe write is all or nothing, so a non-blocking try
+    // either is the complete answer or changed nothing; larger writes may
+    // be split, so they are only probed.
+    const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
+    Looker look{fd, reading ? sys::kPollIn : sys::kPollOut,
+                probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
+    switch (look(0)) {
+        case Look::Answer: return done(look.result);
+        case Look::Ready: return {};
+        case Look::Pending: break;
+    }
+    // The fd would block now.
+    std::uint64_t spent = 0;
+    SpinEnd end = spin(budget, spent, look, fd);
+    if (end == SpinEnd::NonBlocking) return {};  // the real call gives its EAGAIN
+    st.waits.fetch_add(1, std::memory_order_relaxed);
+    Plan plan;
+    count_spin(st, plan, end, spent);
+    if (end == SpinEnd::Answer) {
+        plan.action = Plan::Action::Done;
+        plan.result = look.result;
+    }
+    return plan;
+}
+
+}  // namespace
+
+Runtime& runtime() noexcept { return g_runtime; }
+FdTable& fd_table() noexcept { return g_table; }
+
+void configure(const Options& o, int usable_cpus) noexcept {
+    g_runtime.params.mode = o.mode();
+    g_runtime.params.max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
+    g_runtime.params.usable_cpus = usable_cpus;
+    g_runtime.probe = o.probe();
+}
+
+Plan before_read(int fd, void* buf, std::size_t n) noexcept {
+    return wait_io(fd, Dir::Read, buf, n);
+}
+
+Plan before_write(int fd, const void* buf, std::size_t n) noexcept {
+    return wait_io(fd, Dir::Write, const_cast<void*>(buf), n);
+}
+
+Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
+    Plan plan;
+    plan.timeout_ms = timeout_ms;
+    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off) return plan;
+    // Let the kernel look at the array first: it validates the pointer (a bad
+    // one gives EFAULT from the real poll, not a crash here), and a ready set
+    // is the answer at once.
+    long r = sys::poll0(fds, nfds);
+    if (r > 0) return done(r);
+    if (r < 0) return plan;
+
+    auto* pfds = static_cast<sys::PollFd*>(fds);
+    DirState* st = nullptr;
+    for (unsigned long i = 0; i < nfds && st == nullptr; ++i) {
+        if (pfds[i].fd < 0) continue;
+        FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
+        if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
+            st = &info.slot->dir[static_cast<int>(Dir::Read)];
+        else if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
+            st = &info.slot->dir[static_cast<int>(Dir::Write)];
+    }
+    if (st == nullptr) return plan;
+    std::uint64_t budget = SpinPolicy::budget_ns(*st, g_runtime.params);
+    if (timeout_ms > 0)
+        budget = std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
+    if (budget == 0) return plan;
+
+    st->waits.fetch_add(1, std::memory_order_relaxed);
+    long ready = 0;
+    std::uint64_t spent = 0;
+    SpinEnd end = spin(budget, spent, [&](unsigned) {
+        ready = sys::poll0(fds, nfds);
+        return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
+    });
+    count_spin(*st, plan, end, spent);
+    if (end == SpinEnd::Answer) {
+        plan.action = Plan::Action::Done;
+        plan.result = ready;
+    } else if (timeout_ms > 0) {
+        // Never shorten the caller's timeout: subtract whole elapsed ms only.
+        plan.timeout_ms = std::max(0, timeout_ms - static_cast<int>(spent / 1'000'000u));
+    }
+    return plan;
+}
+
+void after_call(Plan& plan) noexcept {
+    if (plan.state == nullptr) return;
+    plan.obs.block_ns = sys::now_ns() - plan.t_call;
+    SpinPolicy::observe(*plan.state, g_runtime.params, plan.obs);
+}
+
+Totals totals(Dir d) noexcept {
+    Totals t;
+    const int top = g_table.high_water();
+    for (int fd = 0; fd < top; ++fd) {
+        const DirState& st = g_table.slot(fd)->dir[static_cast<int>(d)];
+        t.waits += st.waits.load(std::memory_order_relaxed);
+        t.spins += st.spins.load(std::memory_order_relaxed);
+        t.spin_hits += st.spin_hits.load(std::memory_order_relaxed);
+        t.spin_ns += st.spin_ns.load(std::memory_order_relaxed);
+    }
+    return t;
+}
+
+}  // namespace pipespin

@@ -1,0 +1,63 @@
+// The core API the interpose layer calls: "before the real call, should we
+// wait, and did the wait already produce the answer?".
+//
+// Contract for callers (src/interpose): call before_*() first; if it says
+// Done, the result is what the real call would have returned (it came from a
+// real non-blocking syscall on the same fd) and the real function must not
+// be called; if Interrupted, a signal handler ran during the spin and the
+// caller fails with EINTR as the blocking call would have; otherwise call the
+// real function, then after_call(). Everything here is async-signal-safe,
+// lock-free and allocation-free, and leaves errno alone.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/fd_table.h"
+#include "core/options.h"
+#include "core/policy.h"
+
+namespace pipespin {
+
+struct Plan {
+    enum class Action : std::uint8_t { Call, Done, Interrupted };
+    Action action = Action::Call;
+    long result = 0;             // Done: >= 0, or -errno
+    int timeout_ms = 0;          // poll: what remains of the caller's timeout
+    DirState* state = nullptr;   // set when a wait happened: after_call() learns
+    WaitObservation obs;
+    std::uint64_t t_call = 0;    // when the real call was let go
+};
+
+// Process-wide settings, constant-initialised so that calls arriving before
+// the shim's constructor find sane values.
+struct Runtime {
+    PolicyParams params;
+    Probe probe = Probe::Nowait;
+};
+Runtime& runtime() noexcept;
+// The fd table: all zeros at start, so it lives in .bss and costs no page
+// until an fd is used.
+FdTable& fd_table() noexcept;
+
+// Applies resolved options (at start-up; later on live retune).
+void configure(const Options& o, int usable_cpus) noexcept;
+
+Plan before_read(int fd, void* buf, std::size_t n) noexcept;
+Plan before_write(int fd, const void* buf, std::size_t n) noexcept;
+// fds is a struct pollfd array (kept opaque here).
+Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept;
+void after_call(Plan& plan) noexcept;
+
+// Bumped by the signal-handler trampoline (see the reliability work): a spin
+// that sees it change stops, since the blocking call would have been
+// interrupted.
+extern thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]];
+
+// Sums of every slot's counters, for the exit report and stats.
+struct Totals {
+    std::uint64_t waits = 0, spins = 0, spin_hits = 0, spin_ns = 0;
+};
+Totals totals(Dir d) noexcept;
+
+}  // namespace pipespin

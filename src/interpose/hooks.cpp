@@ -1,0 +1,207 @@
+// The only extern "C" definitions of libc names in pipespin.
+//
+// Contract of every wrapper, in four steps:
+//   1. if the shim is not engaged (before its constructor ran, or inside its
+//      own slow-path code), call the real function (or, before resolution,
+//      the raw syscall) and nothing else;
+//   2. save errno;
+//   3. ask the core (src/core/engine.h) whether to wait first;
+//   4. call the real function, which is always the final authority, and
+//      hand errno back exactly as it left it.
+// No policy lives here. Wrappers are not noexcept where libc's declaration
+// is not: a thread cancelled inside the real call unwinds through them.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+
+#include "core/engine.h"
+#include "interpose/real.h"
+#include "platform/sys.h"
+
+#define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace pipespin;
+using namespace pipespin::interpose;
+
+extern "C" void __chk_fail(void) __attribute__((noreturn));
+
+namespace {
+
+// Raw-syscall result to the libc convention.
+long to_libc(long r) noexcept {
+    if (r < 0) {
+        errno = static_cast<int>(-r);
+        return -1;
+    }
+    return r;
+}
+
+template <class R, class Call>
+R finish(Plan& plan, int saved_errno, Call&& call) {
+    switch (plan.action) {
+        case Plan::Action::Done:
+            after_call(plan);
+            if (plan.result < 0) {
+                errno = static_cast<int>(-plan.result);
+                return -1;
+            }
+            errno = saved_errno;
+            return static_cast<R>(plan.result);
+        case Plan::Action::Interrupted:
+            after_call(plan);
+            errno = EINTR;
+            return -1;
+        case Plan::Action::Call:
+            break;
+    }
+    errno = saved_errno;
+    R r = call();
+    if (plan.state != nullptr) {
+        const int e = errno;
+        after_call(plan);
+        errno = e;
+    }
+    return r;
+}
+
+ssize_t do_read(int fd, void* buf, size_t n) {
+    if (!engaged()) [[unlikely]] {
+        if (real_read != nullptr) return real_read(fd, buf, n);
+        return to_libc(sys::read(fd, buf, n));
+    }
+    const int saved = errno;
+    Plan plan = before_read(fd, buf, n);
+    return finish<ssize_t>(plan, saved, [&] { return real_read(fd, buf, n); });
+}
+
+int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+    if (!engaged()) [[unlikely]] {
+        if (real_poll != nullptr) return real_poll(fds, nfds, timeout);
+        timespec ts{timeout / 1000, (timeout % 1000) * 1000000L};
+        return static_cast<int>(to_libc(sys::raw(SYS_ppoll, reinterpret_cast<long>(fds),
+                                                 static_cast<long>(nfds),
+                                                 timeout < 0 ? 0 : reinterpret_cast<long>(&ts), 0, 8)));
+    }
+    const int saved = errno;
+    Plan plan = before_poll(fds, nfds, timeout);
+    return finish<int>(plan, saved, [&] { return real_poll(fds, nfds, plan.timeout_ms); });
+}
+
+void note_pipe(int r, const int* fds) noexcept {
+    if (r == 0) fd_table().set_pipe(fds[0], fds[1]);
+}
+
+void note_new_fd(int r) noexcept {
+    if (r >= 0) fd_table().forget(r);
+}
+
+int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
+    int r = real != nullptr ? real(fd, cmd, arg)
+                            : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd,
+                                                                reinterpret_cast<long>(arg))));
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_new_fd(r);
+    return r;
+}
+
+}  // namespace
+
+// ---- pipes are born ---------------------------------------------------------
+
+PIPESPIN_EXPORT int pipe(int fds[2]) noexcept {
+    int r = real_pipe != nullptr ? real_pipe(fds)
+                                 : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), 0)));
+    note_pipe(r, fds);
+    return r;
+}
+
+PIPESPIN_EXPORT int pipe2(int fds[2], int flags) noexcept {
+    int r = real_pipe2 != nullptr
+                ? real_pipe2(fds, flags)
+                : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), flags)));
+    note_pipe(r, fds);
+    return r;
+}
+
+// ---- the waits ----------------------------------------------------------------
+
+PIPESPIN_EXPORT ssize_t read(int fd, void* buf, size_t n) { return do_read(fd, buf, n); }
+
+PIPESPIN_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+    if (n > buflen) [[unlikely]] {
+        if (real___read_chk != nullptr) return real___read_chk(fd, buf, n, buflen);
+        __chk_fail();
+    }
+    return do_read(fd, buf, n);
+}
+
+PIPESPIN_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
+    if (!engaged()) [[unlikely]] {
+        if (real_write != nullptr) return real_write(fd, buf, n);
+        return to_libc(sys::write(fd, buf, n));
+    }
+    const int saved = errno;
+    Plan plan = before_write(fd, buf, n);
+    return finish<ssize_t>(plan, saved, [&] { return real_write(fd, buf, n); });
+}
+
+PIPESPIN_EXPORT int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+    return do_poll(fds, nfds, timeout);
+}
+
+PIPESPIN_EXPORT int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, size_t fdslen) {
+    if (fdslen / sizeof(*fds) < nfds) [[unlikely]] {
+        if (real___poll_chk != nullptr) return real___poll_chk(fds, nfds, timeout, fdslen);
+        __chk_fail();
+    }
+    return do_poll(fds, nfds, timeout);
+}
+
+// ---- what keeps the fd table true ---------------------------------------------
+
+PIPESPIN_EXPORT int close(int fd) {
+    int r = real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::close(fd)));
+    // Even on error: after close() the fd number is gone or never was ours.
+    fd_table().forget(fd);
+    return r;
+}
+
+PIPESPIN_EXPORT int dup(int fd) noexcept {
+    int r = real_dup != nullptr ? real_dup(fd) : static_cast<int>(to_libc(sys::raw(SYS_dup, fd)));
+    note_new_fd(r);
+    return r;
+}
+
+PIPESPIN_EXPORT int dup2(int oldfd, int newfd) noexcept {
+    int r = real_dup2 != nullptr ? real_dup2(oldfd, newfd)
+                                 : static_cast<int>(to_libc(sys::raw(SYS_dup2, oldfd, newfd)));
+    note_new_fd(r);
+    return r;
+}
+
+PIPESPIN_EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
+    int r = real_dup3 != nullptr ? real_dup3(oldfd, newfd, flags)
+                                 : static_cast<int>(to_libc(sys::raw(SYS_dup3, oldfd, newfd, flags)));
+    note_new_fd(r);
+    return r;
+}
+
+// fcntl's third argument is read the way glibc reads it: one pointer-sized
+// va_arg, present or not.
+PIPESPIN_EXPORT int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    return fcntl_common(real_fcntl, fd, cmd, arg);
+}
+
+PIPESPIN_EXPORT int fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    return fcntl_common(real_fcntl64 != nullptr ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+}

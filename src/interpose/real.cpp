@@ -1,0 +1,36 @@
+#include "interpose/real.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace pipespin::interpose {
+
+#define PIPESPIN_HOOK(ret, name, params) name##_fn real_##name = nullptr;
+#include "interpose/hooks.def"
+#undef PIPESPIN_HOOK
+
+std::atomic<bool> g_ready{false};
+thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
+
+namespace {
+// Hooks whose absence from libc is survivable (older glibc): the wrapper
+// falls back to the raw syscall for good.
+bool optional_symbol(const char* name) noexcept {
+    return std::strcmp(name, "fcntl64") == 0 || std::strcmp(name, "__poll_chk") == 0 ||
+           std::strcmp(name, "__read_chk") == 0;
+}
+}  // namespace
+
+const char* resolve_all() noexcept {
+    const char* missing = nullptr;
+#define PIPESPIN_HOOK(ret, name, params)                                      \
+    real_##name = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));       \
+    if (real_##name == nullptr && !optional_symbol(#name) && missing == nullptr) \
+        missing = #name;
+#include "interpose/hooks.def"
+#undef PIPESPIN_HOOK
+    return missing;
+}
+
+}  // namespace pipespin::interpose

@@ -1,0 +1,83 @@
+#include "platform/sys.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+namespace pipespin::sys {
+
+#if !defined(__x86_64__)
+long raw6(long nr, long a, long b, long c, long d, long e, long f) noexcept {
+    int saved = errno;
+    long r = ::syscall(nr, a, b, c, d, e, f);
+    if (r == -1) r = -errno;
+    errno = saved;
+    return r;
+}
+#endif
+
+long poll0(void* fds, unsigned long nfds) noexcept {
+    timespec zero{0, 0};
+    return raw(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+               reinterpret_cast<long>(&zero), 0, 8);
+}
+
+long poll0_one(int fd, short events) noexcept {
+    PollFd p{fd, events, 0};
+    long r = poll0(&p, 1);
+    if (r < 0) return r;
+    return r == 0 ? 0 : static_cast<unsigned short>(p.revents);
+}
+
+// On 64-bit kernels the offset is passed as (pos_l, pos_h) and pos_h is
+// shifted out; -1 means "the current file position", as read() uses.
+long read_nowait(int fd, void* buf, std::size_t n) noexcept {
+    iovec iov{buf, n};
+    return raw(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+}
+
+long write_nowait(int fd, const void* buf, std::size_t n) noexcept {
+    iovec iov{const_cast<void*>(buf), n};
+    return raw(SYS_pwritev2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+}
+
+long fionread(int fd) noexcept {
+    int avail = 0;
+    long r = raw(SYS_ioctl, fd, FIONREAD, reinterpret_cast<long>(&avail));
+    return r < 0 ? r : avail;
+}
+
+long getfl(int fd) noexcept { return raw(SYS_fcntl, fd, F_GETFL); }
+
+long is_fifo(int fd) noexcept {
+    struct stat st;
+    long r = raw(SYS_fstat, fd, reinterpret_cast<long>(&st));
+    if (r < 0) return r;
+    return S_ISFIFO(st.st_mode) ? 1 : 0;
+}
+
+long close(int fd) noexcept { return raw(SYS_close, fd); }
+
+long read(int fd, void* buf, std::size_t n) noexcept {
+    return raw(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+
+long write(int fd, const void* buf, std::size_t n) noexcept {
+    return raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+
+long sched_yield() noexcept { return raw(SYS_sched_yield); }
+
+int usable_cpus() noexcept {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long r = raw(SYS_sched_getaffinity, 0, sizeof(set), reinterpret_cast<long>(&set));
+    if (r <= 0) return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+}  // namespace pipespin::sys

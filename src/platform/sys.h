@@ -1,0 +1,94 @@
+// Raw system calls, clocks and CPU hints for the shim.
+//
+// Contract: every function here is async-signal-safe, allocates nothing,
+// never touches errno and never goes through the PLT to a libc name that the
+// shim interposes. Results follow the kernel convention: >= 0 on success,
+// -errno on failure. The core uses these to probe a pipe; the real libc
+// function (resolved by the interpose layer) is always the one whose result
+// the program sees.
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+
+#include <sys/syscall.h>
+
+namespace pipespin::sys {
+
+#if defined(__x86_64__)
+inline long raw6(long nr, long a, long b, long c, long d, long e, long f) noexcept {
+    long ret;
+    register long r10 __asm__("r10") = d;
+    register long r8 __asm__("r8") = e;
+    register long r9 __asm__("r9") = f;
+    __asm__ volatile("syscall"
+                     : "=a"(ret)
+                     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+#else
+// Portable fallback: libc's syscall() is not interposed by us; keep errno.
+long raw6(long nr, long a, long b, long c, long d, long e, long f) noexcept;
+#endif
+
+inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0,
+                long f = 0) noexcept {
+    return raw6(nr, a, b, c, d, e, f);
+}
+
+// Event bits we ask for and get back; same values as <poll.h>.
+inline constexpr short kPollIn = 0x001;
+inline constexpr short kPollOut = 0x004;
+inline constexpr short kPollErr = 0x008;
+inline constexpr short kPollHup = 0x010;
+inline constexpr short kPollNval = 0x020;
+
+struct PollFd {
+    int fd;
+    short events;
+    short revents;
+};
+
+// poll(fds, n, 0): lockless in the kernel for pipes. Returns ready count or -errno.
+long poll0(void* fds, unsigned long nfds) noexcept;
+// One fd: returns revents (0 when nothing is ready) or -errno.
+long poll0_one(int fd, short events) noexcept;
+// preadv2/pwritev2 at the current file position with RWF_NOWAIT.
+long read_nowait(int fd, void* buf, std::size_t n) noexcept;
+long write_nowait(int fd, const void* buf, std::size_t n) noexcept;
+// ioctl(FIONREAD): bytes queued, or -errno.
+long fionread(int fd) noexcept;
+// fcntl(F_GETFL), or -errno.
+long getfl(int fd) noexcept;
+// fstat(fd) and report whether it is a FIFO; -errno on failure.
+long is_fifo(int fd) noexcept;
+long close(int fd) noexcept;
+long read(int fd, void* buf, std::size_t n) noexcept;
+long write(int fd, const void* buf, std::size_t n) noexcept;
+long sched_yield() noexcept;
+
+// Monotonic nanoseconds (vDSO clock_gettime: async-signal-safe, no syscall).
+inline std::uint64_t now_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#else
+    __asm__ volatile("" ::: "memory");
+#endif
+}
+
+// CPUs this thread may run on (sched_getaffinity), at least 1.
+int usable_cpus() noexcept;
+
+}  // namespace pipespin::sys
