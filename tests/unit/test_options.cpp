@@ -1,0 +1,115 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "core/options.h"
+
+using namespace pipespin;
+
+namespace {
+
+const OptionSpec& spec(std::string_view name) {
+    const OptionSpec* s = find_option(name);
+    REQUIRE(s != nullptr);
+    return *s;
+}
+
+struct Env {
+    std::map<std::string, std::string> vars;
+    static const char* get(const char* name, void* ctx) {
+        auto& self = *static_cast<Env*>(ctx);
+        auto it = self.vars.find(name);
+        return it == self.vars.end() ? nullptr : it->second.c_str();
+    }
+    Resolved resolve() { return resolve_from_env(&Env::get, this); }
+};
+
+}  // namespace
+
+TEST_CASE("every option has a name, help and a default that parses back", "[options]") {
+    for (const OptionSpec& s : option_table()) {
+        CAPTURE(s.name);
+        CHECK(!s.name.empty());
+        CHECK(!s.help.empty());
+        ParsedValue pv = parse_value(s, format_default(s), 12345);
+        CHECK(pv.problem.empty());
+        CHECK(pv.value == Options{}.*s.field);
+    }
+}
+
+TEST_CASE("env names are PIPESPIN_ and the upper-case key", "[options]") {
+    CHECK(env_name(spec("spin_us")) == "PIPESPIN_SPIN_US");
+    CHECK(env_name(spec("mode")) == "PIPESPIN_MODE");
+}
+
+TEST_CASE("enum values parse case-insensitively, trimmed", "[options]") {
+    const auto& mode = spec("mode");
+    CHECK(parse_value(mode, "off", 1).value == static_cast<std::uint32_t>(Mode::Off));
+    CHECK(parse_value(mode, " Adaptive ", 1).value == static_cast<std::uint32_t>(Mode::Adaptive));
+    CHECK(parse_value(mode, "FIXED", 0).problem.empty());
+}
+
+TEST_CASE("a bad enum value keeps the fallback and says why", "[options]") {
+    ParsedValue pv = parse_value(spec("probe"), "spinny", 1);
+    CHECK(pv.value == 1);
+    CHECK(pv.problem.find("spinny") != std::string::npos);
+    CHECK(pv.problem.find("fionread|poll|nowait") != std::string::npos);
+    CHECK(pv.problem.find("using poll") != std::string::npos);
+}
+
+TEST_CASE("numbers: whole, in range, clamped, or refused", "[options]") {
+    const auto& us = spec("spin_us");
+    CHECK(parse_value(us, "75", 50).value == 75);
+    CHECK(parse_value(us, "75", 50).problem.empty());
+    CHECK(parse_value(us, "0", 50).value == 0);
+
+    ParsedValue big = parse_value(us, "99999999999999999999999", 50);
+    CHECK(big.value == us.max);
+    CHECK(big.problem.find("maximum") != std::string::npos);
+
+    for (const char* bad : {"", "abc", "-5", "12us", "1.5", "0x10"}) {
+        CAPTURE(bad);
+        ParsedValue pv = parse_value(us, bad, 50);
+        CHECK(pv.value == 50);
+        CHECK(!pv.problem.empty());
+    }
+}
+
+TEST_CASE("messages never echo control bytes or unbounded input", "[options]") {
+    std::string junk(500, 'x');
+    junk[3] = '\x1b';
+    ParsedValue pv = parse_value(spec("mode"), junk, 1);
+    CHECK(pv.problem.find('\x1b') == std::string::npos);
+    CHECK(pv.problem.find("\\x1b") != std::string::npos);
+    CHECK(pv.problem.size() < 200);
+}
+
+TEST_CASE("resolve_from_env: defaults, overrides, sources and one warning per bad variable",
+          "[options]") {
+    Env env;
+    SECTION("nothing set: defaults") {
+        Resolved r = env.resolve();
+        CHECK(r.options.mode() == Options{}.mode());
+        CHECK(r.options.spin_us == Options{}.spin_us);
+        CHECK(r.warnings.empty());
+        for (const auto& s : r.sources) CHECK(s.where == "default");
+    }
+    SECTION("good values apply and name their source") {
+        env.vars = {{"PIPESPIN_MODE", "off"}, {"PIPESPIN_SPIN_US", "20"}};
+        Resolved r = env.resolve();
+        CHECK(r.options.mode() == Mode::Off);
+        CHECK(r.options.spin_us == 20);
+        CHECK(r.warnings.empty());
+        CHECK(r.sources[0].where == "PIPESPIN_MODE");
+    }
+    SECTION("bad values warn once each and keep the default") {
+        env.vars = {{"PIPESPIN_MODE", "bogus"}, {"PIPESPIN_SPIN_US", "abc"}};
+        Resolved r = env.resolve();
+        CHECK(r.options.mode() == Options{}.mode());
+        CHECK(r.options.spin_us == Options{}.spin_us);
+        REQUIRE(r.warnings.size() == 2);
+        CHECK(r.warnings[0].rfind("PIPESPIN_MODE: ", 0) == 0);
+        CHECK(r.warnings[1].rfind("PIPESPIN_SPIN_US: ", 0) == 0);
+    }
+}

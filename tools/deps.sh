@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, whatever pipespin needs that is missing.
+# Sourced by setup.sh and test.sh; safe to run again (installs nothing twice).
+set -euo pipefail
+
+pipespin_packages=(
+  g++ cmake make pkg-config          # build
+  libfmt-dev libspdlog-dev catch2    # compiled-in logging, unit tests
+  python3                            # tests parse JSON and drive e2e cases
+  linux-perf rt-tests                # perf bench sched pipe, hackbench
+  gnuplot-nox                        # benchmark charts
+)
+
+pipespin_install_deps() {
+  local missing=()
+  for p in "${pipespin_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    return 0
+  fi
+  echo "pipespin: installing ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  pipespin_install_deps
+fi
