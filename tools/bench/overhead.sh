@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# What the shim costs where it must cost (almost) nothing, measured side by
+# side: each round runs the case without and with the shim, interleaved;
+# medians and the difference are printed as a Markdown table.
+#   usage: tools/bench/overhead.sh [BUILD_DIR] [ROUNDS]
+set -euo pipefail
+build=${1:-build}
+rounds=${2:-9}
+lib=$(realpath "$build/lib/libpipespin.so")
+bin="$build/bin/pipespin-overhead"
+[ -x "$bin" ] || { echo "missing $bin: build first" >&2; exit 1; }
+unset LD_PRELOAD
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+run_case() {  # name unit N
+  local name=$1 unit=$2 n=$3 plain=() shim=()
+  for ((r = 0; r < rounds; r++)); do
+    if [ "$name" = spawn ]; then
+      plain+=("$(PIPESPIN_CHILD_PRELOAD= "$bin" spawn "$n")")
+      shim+=("$(PIPESPIN_CHILD_PRELOAD="$lib" "$bin" spawn "$n")")
+    else
+      plain+=("$("$bin" "$name" "$n")")
+      shim+=("$(LD_PRELOAD="$lib" "$bin" "$name" "$n")")
+    fi
+  done
+  local mp ms
+  mp=$(printf '%s\n' "${plain[@]}" | median)
+  ms=$(printf '%s\n' "${shim[@]}" | median)
+  awk -v n="$name" -v u="$unit" -v p="$mp" -v s="$ms" 'BEGIN {
+    printf "| %s | %.1f %s | %.1f %s | %+.1f %s | %+.2f%% |\n", n, p, u, s, u, s - p, u, (s - p) / p * 100 }'
+}
+
+echo "| case | no shim (median) | shim, fixed (median) | added | added % |"
+echo "|---|---|---|---|---|"
+run_case file "ns/read" 200000
+run_case pipe "ns/write+read" 100000
+run_case spawn "µs/process" 300
