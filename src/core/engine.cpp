@@ -112,24 +112,74 @@ SpinEnd spin(std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
     }
 }
 
+// Is any CPU free for the peer? Looks at the number of runnable tasks in
+// /proc/loadavg (it counts us) against the CPUs we may use, at most every
+// kLoadPeriodNs per process, from a thread that is about to spin anyway.
+constexpr std::uint64_t kLoadPeriodNs = 2'000'000;
+
+long parse_running(const char* buf, long n) noexcept {
+    // "0.10 0.20 0.30 3/120 4567": the field before the '/'.
+    for (long i = 0; i < n; ++i) {
+        if (buf[i] != '/') continue;
+        long j = i, v = 0, scale = 1;
+        while (j > 0 && buf[j - 1] >= '0' && buf[j - 1] <= '9') {
+            v += (buf[--j] - '0') * scale;
+            scale *= 10;
+        }
+        return j < i ? v : -1;
+    }
+    return -1;
+}
+
+bool oversubscribed(std::uint64_t now) noexcept {
+    std::uint64_t next = g_runtime.load_next_ns.load(std::memory_order_relaxed);
+    if (now < next ||
+        !g_runtime.load_next_ns.compare_exchange_strong(next, now + kLoadPeriodNs,
+                                                        std::memory_order_relaxed))
+        return g_runtime.oversubscribed.load(std::memory_order_relaxed);
+    char buf[128];
+    long running = -1;
+    long fd = sys::raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/loadavg"),
+                       O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        long n = sys::read(static_cast<int>(fd), buf, sizeof buf);
+        sys::close(static_cast<int>(fd));
+        if (n > 0) running = parse_running(buf, n);
+    }
+    const bool over = running > g_runtime.params.usable_cpus;
+    g_runtime.oversubscribed.store(over, std::memory_order_relaxed);
+    return over;
+}
+
 void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
     st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
     if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
-    plan.state = &st;
-    plan.obs.spun = true;
+    plan.waited = true;
     plan.obs.spin_hit = hit;
     plan.obs.spin_ns = spent;
     plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
     plan.t_call = sys::now_ns();
 }
 
-Plan done(long result) noexcept {
+Plan done(DirState* dir, long result) noexcept {
     Plan plan;
     plan.action = Plan::Action::Done;
     plan.result = result;
+    plan.dir = dir;
     return plan;
+}
+
+// The policy's budget for this fd now. In adaptive mode a budget that would
+// spin is checked against the run queue first.
+std::uint64_t budget_for(DirState& st) noexcept {
+    return SpinPolicy::budget_ns(st.policy, g_runtime.params, g_runtime.wake);
+}
+
+bool cpu_free_for_peer() noexcept {
+    if (g_runtime.params.mode != Mode::Adaptive) return true;
+    return !oversubscribed(sys::now_ns());
 }
 
 // Shared by read and write: one look; if the fd would block and is in
@@ -139,8 +189,10 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     FdInfo info = g_table.lookup(fd, classify_fd);
     if (!info.can(dir)) return {};
     DirState& st = info.slot->dir[static_cast<int>(dir)];
-    std::uint64_t budget = SpinPolicy::budget_ns(st, g_runtime.params);
-    if (budget == 0) return {};
+    Plan plan;
+    plan.dir = &st;
+    const std::uint64_t budget = budget_for(st);
+    if (budget == 0) return plan;
 
     const bool reading = dir == Dir::Read;
     const Probe probe = g_runtime.probe;
@@ -151,17 +203,18 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     Looker look{fd, reading ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
     switch (look(0)) {
-        case Look::Answer: return done(look.result);
-        case Look::Ready: return {};
+        case Look::Answer: return done(&st, look.result);
+        case Look::Ready: return plan;
         case Look::Pending: break;
     }
     // The fd would block now.
+    if (!cpu_free_for_peer()) return plan;
     std::uint64_t spent = 0;
     SpinEnd end = spin(budget, spent, look, fd);
-    if (end == SpinEnd::NonBlocking) return {};  // the real call gives its EAGAIN
+    if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
     st.waits.fetch_add(1, std::memory_order_relaxed);
-    Plan plan;
     count_spin(st, plan, end, spent);
+    plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = look.result;
@@ -197,7 +250,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.
     long r = sys::poll0(fds, nfds);
-    if (r > 0) return done(r);
+    if (r > 0) return done(nullptr, r);
     if (r < 0) return plan;
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
@@ -211,10 +264,12 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
             st = &info.slot->dir[static_cast<int>(Dir::Write)];
     }
     if (st == nullptr) return plan;
-    std::uint64_t budget = SpinPolicy::budget_ns(*st, g_runtime.params);
+    plan.dir = st;
+    plan.per_call = true;
+    std::uint64_t budget = budget_for(*st);
     if (timeout_ms > 0)
         budget = std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
-    if (budget == 0) return plan;
+    if (budget == 0 || !cpu_free_for_peer()) return plan;
 
     st->waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
@@ -224,6 +279,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
     });
     count_spin(*st, plan, end, spent);
+    plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = ready;
@@ -234,10 +290,16 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     return plan;
 }
 
-void after_call(Plan& plan) noexcept {
-    if (plan.state == nullptr) return;
-    plan.obs.block_ns = sys::now_ns() - plan.t_call;
-    SpinPolicy::observe(*plan.state, g_runtime.params, plan.obs);
+void after_call(Plan& plan, long result) noexcept {
+    if (plan.dir == nullptr) return;
+    PolicyState& ps = plan.dir->policy;
+    if (plan.waited) {
+        if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
+        SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
+    }
+    const std::uint64_t progress =
+        result <= 0 ? 0 : plan.per_call ? 1 : static_cast<std::uint64_t>(result);
+    SpinPolicy::on_call(ps, g_runtime.params, progress, sys::now_ns);
 }
 
 Totals totals(Dir d) noexcept {

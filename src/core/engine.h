@@ -22,9 +22,11 @@ namespace pipespin {
 struct Plan {
     enum class Action : std::uint8_t { Call, Done, Interrupted };
     Action action = Action::Call;
-    long result = 0;             // Done: >= 0, or -errno
+    bool waited = false;         // a spin ran: after_call() learns from the wait
+    bool per_call = false;       // poll: progress is counted in calls, not bytes
     int timeout_ms = 0;          // poll: what remains of the caller's timeout
-    DirState* state = nullptr;   // set when a wait happened: after_call() learns
+    long result = 0;             // Done: >= 0, or -errno
+    DirState* dir = nullptr;     // a tracked pipe: after_call() counts the call
     WaitObservation obs;
     std::uint64_t t_call = 0;    // when the real call was let go
 };
@@ -34,6 +36,9 @@ struct Plan {
 struct Runtime {
     PolicyParams params;
     Probe probe = Probe::Nowait;
+    WakeEstimate wake;
+    std::atomic<bool> oversubscribed{false};   // from the last look at the run queue
+    std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
 };
 Runtime& runtime() noexcept;
 // The fd table: all zeros at start, so it lives in .bss and costs no page
@@ -47,7 +52,8 @@ Plan before_read(int fd, void* buf, std::size_t n) noexcept;
 Plan before_write(int fd, const void* buf, std::size_t n) noexcept;
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept;
-void after_call(Plan& plan) noexcept;
+// After the real call (or a Done plan): `result` is what the program gets.
+void after_call(Plan& plan, long result) noexcept;
 
 // Bumped by the signal-handler trampoline (see the reliability work): a spin
 // that sees it change stops, since the blocking call would have been

@@ -12,10 +12,7 @@ constexpr std::uint64_t kGenOne = 1ull << 32;
 std::uint64_t next_gen(std::uint64_t word) noexcept { return (word & ~0xffffffffull) + kGenOne; }
 
 void reset_learning(FdSlot& s) noexcept {
-    for (auto& d : s.dir) {
-        d.policy_a.store(0, std::memory_order_relaxed);
-        d.policy_b.store(0, std::memory_order_relaxed);
-    }
+    for (auto& d : s.dir) d.policy.reset();
 }
 
 }  // namespace

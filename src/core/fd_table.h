@@ -13,14 +13,15 @@
 #include <atomic>
 #include <cstdint>
 
+#include "core/policy.h"
+
 namespace pipespin {
 
 enum class Dir : std::uint8_t { Read = 0, Write = 1 };
 
-// Counters and opaque policy state for one direction of one fd.
+// Counters and policy state for one direction of one fd.
 struct DirState {
-    std::atomic<std::uint64_t> policy_a{0};  // owned by the spin policy
-    std::atomic<std::uint64_t> policy_b{0};
+    PolicyState policy;                       // owned by the spin policy
     std::atomic<std::uint64_t> waits{0};      // calls that found the pipe not ready
     std::atomic<std::uint64_t> spins{0};      // waits that spun
     std::atomic<std::uint64_t> spin_hits{0};  // spins that ended with the pipe ready

@@ -1,14 +1,145 @@
 #include "core/policy.h"
 
-namespace pipespin {
+#include <algorithm>
 
-std::uint64_t SpinPolicy::budget_ns(const DirState& /*state*/, const PolicyParams& p) noexcept {
-    if (p.mode == Mode::Off || p.usable_cpus < 2) return 0;
-    // Fixed, and adaptive until its policy lands: the whole ceiling.
-    return p.max_spin_ns;
+namespace pipespin {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+void start_phase(PolicyState& s, Phase phase, std::uint16_t exploit_epochs) noexcept {
+    s.phase.store(static_cast<std::uint8_t>(phase), kRelaxed);
+    s.exploit_left.store(exploit_epochs, kRelaxed);
+    s.long_waits.store(0, kRelaxed);
 }
 
-void SpinPolicy::observe(DirState& /*state*/, const PolicyParams& /*p*/,
-                         const WaitObservation& /*o*/) noexcept {}
+// Cost of an epoch in ns per KiB moved: lower is better.
+std::uint64_t epoch_cost(std::uint64_t elapsed_ns, std::uint64_t bytes) noexcept {
+    return elapsed_ns * 1024 / std::max<std::uint64_t>(bytes, 1);
+}
+
+// Both experiments are in: exploit the winner. Spinning must win by a
+// margin, since it also costs CPU; a tie goes to not spinning.
+void decide(PolicyState& s) noexcept {
+    const std::uint64_t spin = s.cost_spin.load(kRelaxed);
+    const std::uint64_t plain = s.cost_plain.load(kRelaxed);
+    const bool spin_wins = spin * (100 + SpinPolicy::kMarginPct) < plain * 100;
+    const Phase winner = spin_wins ? Phase::Spin : Phase::Plain;
+    // The same winner as last time: trust it longer before asking again.
+    const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
+    const std::uint16_t len =
+        confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, SpinPolicy::kExploitMax)
+                  : SpinPolicy::kExploitMin;
+    s.exploit_len.store(len, kRelaxed);
+    s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
+    start_phase(s, winner, len);
+}
+
+}  // namespace
+
+void PolicyState::reset() noexcept {
+    epoch_start_ns.store(0, kRelaxed);
+    epoch_bytes.store(0, kRelaxed);
+    cost_spin.store(0, kRelaxed);
+    cost_plain.store(0, kRelaxed);
+    epoch_calls.store(0, kRelaxed);
+    exploit_left.store(0, kRelaxed);
+    exploit_len.store(0, kRelaxed);
+    phase.store(0, kRelaxed);
+    long_waits.store(0, kRelaxed);
+    last_winner.store(0, kRelaxed);
+}
+
+std::uint64_t WakeEstimate::get(std::uint64_t ceiling_ns) const noexcept {
+    std::uint64_t v = ns_.load(kRelaxed);
+    return v == 0 ? ceiling_ns : std::min(v, ceiling_ns);
+}
+
+void WakeEstimate::observe(std::uint64_t block_ns, std::uint64_t ceiling_ns) noexcept {
+    // An exponentially weighted mean (alpha = 1/8, as glibc's adaptive
+    // mutex) of how long a real call blocked after a missed spin, clipped at
+    // the ceiling so that one long sleep cannot swamp it.
+    const std::uint64_t sample = std::max<std::uint64_t>(std::min(block_ns, ceiling_ns), 1);
+    std::uint64_t v = ns_.load(kRelaxed);
+    std::uint64_t next = v == 0 ? sample : v - v / 8 + sample / 8;
+    ns_.store(std::max<std::uint64_t>(next, 1), kRelaxed);
+}
+
+std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
+                                    const WakeEstimate& wake) noexcept {
+    if (p.mode == Mode::Off || p.usable_cpus < 2 || p.max_spin_ns == 0) return 0;
+    if (p.mode == Mode::Fixed) return p.max_spin_ns;
+    if (p.oversubscribed) return 0;
+    const Phase phase = s.get_phase();
+    if (phase == Phase::TryPlain || phase == Phase::Plain) return 0;
+    if (s.long_waits.load(kRelaxed) >= kLongWaitLimit) return 0;
+    // Spinning longer than a sleep and wake-up cost buys nothing: at about
+    // that length a spin is within 2x of the best choice in hindsight.
+    // Twice the estimate (plus a little) leaves room for its noise.
+    return std::min(p.max_spin_ns, 2 * wake.get(p.max_spin_ns) + 2'000);
+}
+
+void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
+                         NowFn now) noexcept {
+    if (p.mode != Mode::Adaptive) return;
+    s.epoch_bytes.store(s.epoch_bytes.load(kRelaxed) + bytes, kRelaxed);
+    const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
+    if (calls == 1) {
+        s.epoch_start_ns.store(now(), kRelaxed);
+        s.epoch_calls.store(calls, kRelaxed);
+        return;
+    }
+    if (calls < kEpochCalls) {
+        s.epoch_calls.store(calls, kRelaxed);
+        return;
+    }
+    // The epoch is over.
+    const std::uint64_t t = now();
+    const std::uint64_t cost = epoch_cost(t - s.epoch_start_ns.load(kRelaxed),
+                                          s.epoch_bytes.load(kRelaxed));
+    s.epoch_calls.store(1, kRelaxed);
+    s.epoch_bytes.store(0, kRelaxed);
+    s.epoch_start_ns.store(t, kRelaxed);
+
+    switch (s.get_phase()) {
+        case Phase::TrySpin:
+            s.cost_spin.store(cost, kRelaxed);
+            start_phase(s, Phase::TryPlain, 0);
+            break;
+        case Phase::TryPlain:
+            s.cost_plain.store(cost, kRelaxed);
+            decide(s);
+            break;
+        case Phase::Spin:
+        case Phase::Plain: {
+            const std::uint16_t left = s.exploit_left.load(kRelaxed);
+            if (left > 1) {
+                s.exploit_left.store(left - 1, kRelaxed);
+                s.long_waits.store(0, kRelaxed);
+            } else {
+                start_phase(s, Phase::TrySpin, 0);  // ask again: the workload may have changed
+            }
+            break;
+        }
+    }
+}
+
+void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
+                         const WaitObservation& o) noexcept {
+    if (p.mode != Mode::Adaptive || !o.spun || o.spin_hit) return;
+    wake.observe(o.block_ns, p.max_spin_ns);
+    // The peer took far longer than the spin: spinning on this fd only burns
+    // CPU. After a few such waits stop spinning for the rest of the epoch;
+    // if spinning had won, give not spinning its turn right away.
+    if (o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1)) {
+        const std::uint8_t n = s.long_waits.load(kRelaxed) + 1;
+        s.long_waits.store(n, kRelaxed);
+        if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
+            s.exploit_len.store(kExploitMin, kRelaxed);
+            s.last_winner.store(static_cast<std::uint8_t>(Phase::Plain), kRelaxed);
+            start_phase(s, Phase::Plain, kExploitMin);
+        }
+    }
+}
 
 }  // namespace pipespin

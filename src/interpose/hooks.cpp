@@ -43,7 +43,7 @@ template <class R, class Call>
 R finish(Plan& plan, int saved_errno, Call&& call) {
     switch (plan.action) {
         case Plan::Action::Done:
-            after_call(plan);
+            after_call(plan, plan.result);
             if (plan.result < 0) {
                 errno = static_cast<int>(-plan.result);
                 return -1;
@@ -51,7 +51,7 @@ R finish(Plan& plan, int saved_errno, Call&& call) {
             errno = saved_errno;
             return static_cast<R>(plan.result);
         case Plan::Action::Interrupted:
-            after_call(plan);
+            after_call(plan, -EINTR);
             errno = EINTR;
             return -1;
         case Plan::Action::Call:
@@ -59,9 +59,9 @@ R finish(Plan& plan, int saved_errno, Call&& call) {
     }
     errno = saved_errno;
     R r = call();
-    if (plan.state != nullptr) {
+    if (plan.dir != nullptr) {
         const int e = errno;
-        after_call(plan);
+        after_call(plan, static_cast<long>(r));
         errno = e;
     }
     return r;

@@ -147,8 +147,8 @@ TEST_CASE_METHOD(Fixture, "a new pipe on a reused number starts with fresh learn
                  "[fd_table]") {
     t.set_pipe(3, 4);
     FdSlot* s = t.slot(3);
-    s->dir[0].policy_a.store(42);
+    s->dir[0].policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
     t.forget(3);
     t.set_pipe(3, 4);
-    CHECK(s->dir[0].policy_a.load() == 0);
+    CHECK(s->dir[0].policy.get_phase() == Phase::TrySpin);
 }

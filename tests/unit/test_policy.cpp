@@ -1,24 +1,210 @@
+// The spin policy against simulated workloads: a simulated clock, wait-time
+// sequences, and a model of what a wait costs with and without a spin.
 #include <catch2/catch.hpp>
+
+#include <functional>
+#include <random>
 
 #include "core/policy.h"
 
 using namespace pipespin;
 
-TEST_CASE("fixed mode spins the whole budget when a CPU is free for the peer", "[policy]") {
-    DirState st;
-    PolicyParams p{Mode::Fixed, 50'000, 2};
-    CHECK(SpinPolicy::budget_ns(st, p) == 50'000);
-    p.max_spin_ns = 0;
-    CHECK(SpinPolicy::budget_ns(st, p) == 0);
+namespace {
+
+constexpr std::uint64_t kUs = 1000;
+constexpr std::uint64_t kCeiling = 50 * kUs;
+
+std::uint64_t g_now = 0;
+std::uint64_t fake_now() noexcept { return g_now; }
+
+// One call in the simulated world: the peer delivers `wait_ns` after the
+// call starts (0: already there) and `bytes` come back.
+struct Step {
+    std::uint64_t wait_ns;
+    std::uint64_t bytes;
+};
+
+// A reader under the policy. A sleep costs `wake_ns` of latency on top of
+// the wait; a syscall costs `call_ns`; a spin that outlives its budget
+// sleeps afterwards.
+struct Sim {
+    PolicyState s;
+    WakeEstimate wake;
+    PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    std::uint64_t wake_ns = 20 * kUs;
+    std::uint64_t call_ns = 1 * kUs;
+    std::uint64_t spins = 0, calls = 0, max_budget = 0;
+
+    Sim() { g_now = 1'000'000; }
+
+    // Returns whether the call spun.
+    bool call(Step st, std::function<Step(bool)> const* by_mode = nullptr) {
+        const std::uint64_t budget = SpinPolicy::budget_ns(s, p, wake);
+        max_budget = std::max(max_budget, budget);
+        if (by_mode) st = (*by_mode)(budget > 0);
+        ++calls;
+        bool spun = false;
+        if (st.wait_ns == 0) {
+            g_now += call_ns;
+        } else if (budget == 0) {
+            g_now += st.wait_ns + wake_ns + call_ns;
+        } else {
+            spun = true;
+            ++spins;
+            WaitObservation o;
+            o.spun = true;
+            o.budget_ns = budget;
+            if (st.wait_ns <= budget) {
+                o.spin_hit = true;
+                o.spin_ns = st.wait_ns;
+                g_now += st.wait_ns + call_ns;
+            } else {
+                o.spin_ns = budget;
+                o.block_ns = st.wait_ns - budget + wake_ns + call_ns;
+                g_now += o.spin_ns + o.block_ns;
+            }
+            SpinPolicy::on_wait(s, p, wake, o);
+        }
+        SpinPolicy::on_call(s, p, st.bytes, fake_now);
+        return spun;
+    }
+
+    // Runs n calls of a fixed shape; returns how many spun.
+    std::uint64_t run(std::uint64_t n, Step st) {
+        std::uint64_t before = spins;
+        for (std::uint64_t i = 0; i < n; ++i) call(st);
+        return spins - before;
+    }
+};
+
+constexpr Step kShort{3 * kUs, 1};        // ping-pong: the peer answers in 3 µs
+constexpr Step kSparse{2'000 * kUs, 1};   // a byte every 2 ms
+
+}  // namespace
+
+TEST_CASE("fixed mode spins the whole budget, whatever it has seen", "[policy]") {
+    Sim sim;
+    sim.p.mode = Mode::Fixed;
+    sim.run(1000, kSparse);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == kCeiling);
+    sim.p.max_spin_ns = 0;
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
 }
 
 TEST_CASE("off mode never spins", "[policy]") {
-    DirState st;
-    CHECK(SpinPolicy::budget_ns(st, {Mode::Off, 50'000, 8}) == 0);
+    Sim sim;
+    sim.p.mode = Mode::Off;
+    CHECK(sim.run(1000, kShort) == 0);
 }
 
 TEST_CASE("with one usable CPU there is nobody to spin for", "[policy]") {
-    DirState st;
-    CHECK(SpinPolicy::budget_ns(st, {Mode::Fixed, 50'000, 1}) == 0);
-    CHECK(SpinPolicy::budget_ns(st, {Mode::Adaptive, 50'000, 1}) == 0);
+    Sim sim;
+    sim.p.usable_cpus = 1;
+    CHECK(sim.run(1000, kShort) == 0);
+    sim.p.mode = Mode::Fixed;
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
+}
+
+TEST_CASE("an oversubscribed host stops adaptive spinning at once", "[policy]") {
+    Sim sim;
+    sim.p.oversubscribed = true;
+    CHECK(sim.run(1000, kShort) == 0);
+}
+
+TEST_CASE("short waits converge to spinning", "[policy]") {
+    Sim sim;
+    sim.run(20 * SpinPolicy::kEpochCalls, kShort);
+    CHECK(sim.s.get_phase() == Phase::Spin);
+    // Once converged, nearly every wait spins (the rest are the periodic
+    // re-checks without spinning).
+    const std::uint64_t n = 100 * SpinPolicy::kEpochCalls;
+    CHECK(sim.run(n, kShort) > n * 9 / 10);
+}
+
+TEST_CASE("long waits converge to no spin within a bounded number of waits", "[policy]") {
+    Sim sim;
+    // The first epoch tries spinning, and gives up after kLongWaitLimit waits.
+    CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) == SpinPolicy::kLongWaitLimit);
+    CHECK(sim.run(20 * SpinPolicy::kEpochCalls, kSparse) <= 10 * SpinPolicy::kLongWaitLimit);
+    // In the long run each re-check costs at most kLongWaitLimit spins per
+    // kExploitMax epochs.
+    const std::uint64_t n = 200 * SpinPolicy::kEpochCalls;
+    const std::uint64_t spun = sim.run(n, kSparse);
+    CHECK(spun <= (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) *
+                      SpinPolicy::kLongWaitLimit);
+}
+
+TEST_CASE("alternating phases recover both ways", "[policy]") {
+    Sim sim;
+    // Bound on how long it takes to notice a change: one exploit run at its
+    // longest plus the two measuring epochs.
+    const std::uint64_t bound = (SpinPolicy::kExploitMax + 3) * SpinPolicy::kEpochCalls;
+    for (int round = 0; round < 3; ++round) {
+        CAPTURE(round);
+        sim.run(bound, kShort);
+        // Converged: most waits spin (the rest are the periodic re-checks).
+        CHECK(sim.run(bound, kShort) > bound * 8 / 10);
+
+        // Switching to long waits stops spinning after kLongWaitLimit waits,
+        // without waiting for the exploit run to end.
+        CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= SpinPolicy::kLongWaitLimit);
+        sim.run(bound, kSparse);
+        CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= SpinPolicy::kLongWaitLimit);
+    }
+}
+
+TEST_CASE("streaming: spinning that breaks the kernel's batching loses", "[policy]") {
+    // Not spinning lets the writer fill the pipe while the reader sleeps:
+    // each wake-up then drains a batch. Spinning answers every message in
+    // lock-step. Both "succeed"; only the progress per unit time differs.
+    std::function<Step(bool)> model = [](bool spinning) {
+        return spinning ? Step{2 * kUs, 100} : Step{5 * kUs, 4000};
+    };
+    Sim sim;
+    for (int i = 0; i < 40 * static_cast<int>(SpinPolicy::kEpochCalls); ++i) sim.call({}, &model);
+    CHECK(sim.s.get_phase() == Phase::Plain);
+    std::uint64_t before = sim.spins;
+    const int n = 100 * SpinPolicy::kEpochCalls;
+    for (int i = 0; i < n; ++i) sim.call({}, &model);
+    CHECK(sim.spins - before < static_cast<std::uint64_t>(n) / 20);
+}
+
+TEST_CASE("calls that never wait cost no spin and no look", "[policy]") {
+    Sim sim;
+    sim.run(10 * SpinPolicy::kEpochCalls, Step{0, 4096});
+    // Spinning and not spinning cost the same here: the tie goes to plain,
+    // where the wrapper calls the real function directly.
+    CHECK(sim.s.get_phase() != Phase::Spin);
+}
+
+TEST_CASE("the ceiling is never exceeded, whatever the waits", "[policy]") {
+    std::mt19937_64 rng(42);
+    for (std::uint64_t ceiling : {1 * kUs, 10 * kUs, 50 * kUs, 1'000 * kUs}) {
+        Sim sim;
+        sim.p.max_spin_ns = ceiling;
+        std::uniform_int_distribution<std::uint64_t> wait(0, 3 * ceiling);
+        for (int i = 0; i < 20'000; ++i) sim.call({wait(rng), 1 + rng() % 5000});
+        CAPTURE(ceiling);
+        CHECK(sim.max_budget <= ceiling);
+        CHECK(sim.max_budget > 0);
+    }
+}
+
+TEST_CASE("the wake-up estimate learns from blocks and stays under the ceiling", "[policy]") {
+    WakeEstimate w;
+    CHECK(w.get(kCeiling) == kCeiling);  // nothing learnt: the ceiling
+    for (int i = 0; i < 100; ++i) w.observe(8 * kUs, kCeiling);
+    CHECK(w.get(kCeiling) > 7 * kUs);
+    CHECK(w.get(kCeiling) < 9 * kUs);
+    for (int i = 0; i < 100; ++i) w.observe(10'000 * kUs, kCeiling);
+    CHECK(w.get(kCeiling) <= kCeiling);
+    CHECK(w.get(5 * kUs) == 5 * kUs);  // a lower ceiling caps it too
+}
+
+TEST_CASE("a budget follows the learnt wake-up cost", "[policy]") {
+    Sim sim;
+    for (int i = 0; i < 200; ++i) sim.wake.observe(5 * kUs, kCeiling);
+    const std::uint64_t b = SpinPolicy::budget_ns(sim.s, sim.p, sim.wake);
+    CHECK(b >= 5 * kUs);
+    CHECK(b < 20 * kUs);
 }
