@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -10,6 +11,22 @@
 namespace pipespin {
 
 thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
+thread_local std::uint64_t t_signals_seen [[gnu::tls_model("initial-exec")]] = 0;
+
+bool all_restart(std::uint64_t mask) noexcept {
+    for (int sig = 1; mask != 0; ++sig, mask >>= 1) {
+        if (!(mask & 1)) continue;
+        struct {
+            void* handler;
+            unsigned long flags;
+            void* restorer;
+            std::uint64_t mask;
+        } k{};
+        if (sys::raw(SYS_rt_sigaction, sig, 0, reinterpret_cast<long>(&k), 8) < 0) return false;
+        if (!(k.flags & SA_RESTART)) return false;
+    }
+    return true;
+}
 
 namespace {
 
@@ -88,6 +105,7 @@ template <class Step>
 SpinEnd spin(std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
              int check_fd = -1) noexcept {
     const std::uint32_t epoch = t_signal_epoch;
+    t_signals_seen = 0;
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     for (unsigned i = 1;; ++i) {
@@ -213,6 +231,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     SpinEnd end = spin(budget, spent, look, fd);
     if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
     st.waits.fetch_add(1, std::memory_order_relaxed);
+    // A handler ran: with SA_RESTART the kernel would have gone on waiting.
+    if (end == SpinEnd::Interrupted && all_restart(t_signals_seen)) end = SpinEnd::Exhausted;
     count_spin(st, plan, end, spent);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {

@@ -16,6 +16,7 @@
 #include "core/fd_table.h"
 #include "core/options.h"
 #include "core/policy.h"
+#include "core/signals.h"
 
 namespace pipespin {
 
@@ -55,10 +56,6 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept;
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
 
-// Bumped by the signal-handler trampoline (see the reliability work): a spin
-// that sees it change stops, since the blocking call would have been
-// interrupted.
-extern thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]];
 
 // Sums of every slot's counters, for the exit report and stats.
 struct Totals {

@@ -17,8 +17,10 @@ namespace {
 // Hooks whose absence from libc is survivable (older glibc): the wrapper
 // falls back to the raw syscall for good.
 bool optional_symbol(const char* name) noexcept {
-    return std::strcmp(name, "fcntl64") == 0 || std::strcmp(name, "__poll_chk") == 0 ||
-           std::strcmp(name, "__read_chk") == 0;
+    for (const char* n : {"fcntl64", "__poll_chk", "__read_chk", "bsd_signal", "sysv_signal",
+                          "__sysv_signal", "sigset"})
+        if (std::strcmp(name, n) == 0) return true;
+    return false;
 }
 }  // namespace
 

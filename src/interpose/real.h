@@ -7,6 +7,7 @@
 #pragma once
 
 #include <poll.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include <atomic>
