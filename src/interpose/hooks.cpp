@@ -11,7 +11,9 @@
 // No policy lives here. Wrappers are not noexcept where libc's declaration
 // is not: a thread cancelled inside the real call unwinds through them.
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -204,4 +206,62 @@ PIPESPIN_EXPORT int fcntl64(int fd, int cmd, ...) {
     void* arg = va_arg(ap, void*);
     va_end(ap);
     return fcntl_common(real_fcntl64 != nullptr ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+}
+
+PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
+    int r = real_close_range != nullptr
+                ? real_close_range(first, last, flags)
+                : static_cast<int>(to_libc(sys::raw(SYS_close_range, first, last, flags)));
+    // CLOSE_RANGE_CLOEXEC only marks the fds; anything else closed them.
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) fd_table().forget_range(first, last);
+    return r;
+}
+
+PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
+    if (real_closefrom != nullptr) real_closefrom(lowfd);
+    else sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
+    fd_table().forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
+}
+
+// ---- stdio: the fd is closed inside libc ------------------------------------------
+
+namespace {
+int fd_of(FILE* fp) noexcept { return fp != nullptr ? fileno(fp) : -1; }
+
+// freopen closes the old fd and opens a new one inside libc.
+FILE* reopened(int old_fd, FILE* now) noexcept {
+    fd_table().forget(old_fd);
+    if (now != nullptr) fd_table().forget(fd_of(now));
+    return now;
+}
+}  // namespace
+
+PIPESPIN_EXPORT int fclose(FILE* fp) {
+    const int fd = fd_of(fp);
+    int r = lazy(real_fclose, "fclose")(fp);
+    fd_table().forget(fd);
+    return r;
+}
+
+PIPESPIN_EXPORT int pclose(FILE* fp) {
+    const int fd = fd_of(fp);
+    int r = lazy(real_pclose, "pclose")(fp);
+    fd_table().forget(fd);
+    return r;
+}
+
+PIPESPIN_EXPORT int fcloseall() {
+    int r = lazy(real_fcloseall, "fcloseall")();
+    fd_table().forget_all();
+    return r;
+}
+
+PIPESPIN_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
+    const int fd = fd_of(fp);
+    return reopened(fd, lazy(real_freopen, "freopen")(path, mode, fp));
+}
+
+PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+    const int fd = fd_of(fp);
+    return reopened(fd, lazy(real_freopen64, "freopen64")(path, mode, fp));
 }

@@ -18,11 +18,14 @@ namespace {
 // falls back to the raw syscall for good.
 bool optional_symbol(const char* name) noexcept {
     for (const char* n : {"fcntl64", "__poll_chk", "__read_chk", "bsd_signal", "sysv_signal",
-                          "__sysv_signal", "sigset"})
+                          "__sysv_signal", "sigset", "close_range", "closefrom", "fcloseall",
+                          "freopen64"})
         if (std::strcmp(name, n) == 0) return true;
     return false;
 }
 }  // namespace
+
+void* resolve_one(const char* name) noexcept { return dlsym(RTLD_NEXT, name); }
 
 const char* resolve_all() noexcept {
     const char* missing = nullptr;

@@ -8,6 +8,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -28,6 +29,15 @@ extern std::atomic<bool> g_ready;
 // Resolves every real_ pointer. Returns the name of a missing symbol that the
 // shim cannot work without, or null.
 const char* resolve_all() noexcept;
+
+// For hooks that are not async-signal-safe anyway (stdio): the real
+// function, resolved now if a call came before the constructor.
+void* resolve_one(const char* name) noexcept;
+template <class Fn>
+Fn lazy(Fn& real, const char* name) noexcept {
+    if (real == nullptr) real = reinterpret_cast<Fn>(resolve_one(name));
+    return real;
+}
 
 // Re-entry guard: set while the shim's own slow-path code (start-up,
 // logging, exit report) runs, so that any libc call it makes passes through.
