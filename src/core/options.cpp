@@ -15,8 +15,9 @@ constexpr std::string_view kLevels[] = {"off", "error", "warn", "info", "debug"}
 
 constexpr OptionSpec kTable[] = {
     {"mode", &Options::mode_v, kModes, 0, 0, "",
-     "off: interpose but never spin (A/B control); fixed: spin up to spin_us; "
-     "adaptive: learn a per-fd budget under spin_us (fixed until the adaptive policy lands)"},
+     "off: interpose but never spin (the A/B control arm); fixed: spin up to spin_us "
+     "before every blocking pipe wait; adaptive: learn per fd whether spinning pays, "
+     "under spin_us (docs/policy.md)"},
     {"spin_us", &Options::spin_us, {}, 0, 1000000, "µs",
      "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning"},
     {"probe", &Options::probe_v, kProbes, 0, 0, "",

@@ -23,7 +23,7 @@ enum class LogLevel : std::uint32_t { Off = 0, Error = 1, Warn = 2, Info = 3, De
 // Resolved values. Plain integers so that one table can describe them all;
 // the typed accessors are what code uses.
 struct Options {
-    std::uint32_t mode_v = static_cast<std::uint32_t>(Mode::Fixed);
+    std::uint32_t mode_v = static_cast<std::uint32_t>(Mode::Adaptive);
     std::uint32_t spin_us = 50;
     std::uint32_t probe_v = static_cast<std::uint32_t>(Probe::Nowait);
     std::uint32_t log_v = static_cast<std::uint32_t>(LogLevel::Warn);
