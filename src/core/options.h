@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,6 +46,40 @@ struct OptionSpec {
 
 std::span<const OptionSpec> option_table() noexcept;
 const OptionSpec* find_option(std::string_view name) noexcept;
+inline constexpr std::size_t kOptionCount = 4;
+
+// ---- allocation-free: what the shim uses at start-up -----------------------
+
+enum class ParseStatus : std::uint8_t { Ok, Bad, AboveMax, BelowMin };
+struct RawParse {
+    std::uint32_t value;  // the value to use (the fallback when Bad, clamped when out of range)
+    ParseStatus status;
+};
+RawParse parse_raw(const OptionSpec& spec, std::string_view text, std::uint32_t fallback) noexcept;
+
+// "PIPESPIN_SPIN_US" for spin_us, NUL-terminated; false if it does not fit.
+bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept;
+
+// Why a text was not taken as is, e.g. "bad value 'x' (expected
+// off|fixed|adaptive); using fixed". Always NUL-terminated, truncated to fit.
+void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_view text,
+                      std::uint32_t used, char* buf, std::size_t size) noexcept;
+
+// Reads every PIPESPIN_* variable through `getenv_fn` (secure_getenv in the
+// shim, a map in tests) into `options`; problems are described into
+// `problems` (one "NAME: why" line each, at most kOptionCount).
+using GetEnv = const char* (*)(const char* name, void* ctx);
+struct EnvProblems {
+    char lines[kOptionCount][256];
+    std::size_t count = 0;
+};
+struct EnvSources {
+    bool from_env[kOptionCount] = {};
+};
+void read_env(GetEnv getenv_fn, void* ctx, Options& options, EnvProblems& problems,
+              EnvSources& sources) noexcept;
+
+// ---- with std::string: for the CLI, the checker and tests -------------------
 
 // "PIPESPIN_SPIN_US" for "spin_us".
 std::string env_name(const OptionSpec& spec);
@@ -70,12 +105,10 @@ struct Source {
 
 struct Resolved {
     Options options;
-    std::array<Source, 4> sources;  // parallel to option_table()
+    std::array<Source, kOptionCount> sources;  // parallel to option_table()
     std::vector<std::string> warnings;
 };
 
-// Reads PIPESPIN_* through `getenv_fn` (secure_getenv in the shim, a map in tests).
-using GetEnv = const char* (*)(const char* name, void* ctx);
 Resolved resolve_from_env(GetEnv getenv_fn, void* ctx);
 
 }  // namespace pipespin

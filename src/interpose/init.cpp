@@ -2,16 +2,18 @@
 //
 // The constructor resolves the real functions, reads the configuration and
 // only then engages the wrappers. Any failure leaves the shim in plain
-// pass-through with one warning; it never aborts or exits the host.
-#include <cstdlib>
-#include <exception>
+// pass-through with one warning; it never aborts or exits the host. Nothing
+// here allocates: a process with nothing to report pays for a few getenv
+// calls and one sched_getaffinity.
+#include <unistd.h>
 
-#include <fmt/format.h>
+#include <cstdio>
+#include <cstdlib>
 
 #include "core/engine.h"
-#include "core/log.h"
 #include "core/options.h"
 #include "interpose/real.h"
+#include "interpose/report.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -19,46 +21,48 @@ namespace {
 
 const char* secure_env(const char* name, void*) { return ::secure_getenv(name); }
 
-constexpr std::string_view kModeNames[] = {"off", "fixed", "adaptive"};
+constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
 
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
-    try {
-        const char* missing = resolve_all();
-        Resolved r = resolve_from_env(secure_env, nullptr);
-        log::set_level(r.options.log());
-        for (const auto& w : r.warnings) log::warn(w);
-        if (missing != nullptr) {
-            log::warn(fmt::format("libc has no '{}'; pipespin stays in pass-through", missing));
-            return;
-        }
-        const int cpus = sys::usable_cpus();
-        configure(r.options, cpus);
-        if (cpus < 2 && r.options.mode() != Mode::Off)
-            log::info("one usable CPU: nobody to spin for, spinning disabled");
-        log::write(LogLevel::Debug,
-                   fmt::format("pid {} mode={} spin_us={} cpus={}", ::getpid(),
-                               kModeNames[static_cast<int>(r.options.mode())],
-                               r.options.spin_us, cpus));
-        g_ready.store(true, std::memory_order_release);
-    } catch (const std::exception& e) {
-        log::warn(fmt::format("start-up failed ({}); pipespin stays in pass-through", e.what()));
-    } catch (...) {
-        log::warn("start-up failed; pipespin stays in pass-through");
+    const char* missing = resolve_all();
+    Options options;
+    EnvProblems problems;
+    EnvSources sources;
+    read_env(secure_env, nullptr, options, problems, sources);
+    report::set_level(options.log());
+    for (std::size_t i = 0; i < problems.count; ++i) report::write(LogLevel::Warn, problems.lines[i]);
+    char line[256];
+    if (missing != nullptr) {
+        std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through", missing);
+        report::write(LogLevel::Warn, line);
+        return;
     }
+    const int cpus = sys::usable_cpus();
+    configure(options, cpus);
+    if (cpus < 2 && options.mode() != Mode::Off)
+        report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
+    if (report::enabled(LogLevel::Debug)) {
+        std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d", ::getpid(),
+                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus);
+        report::write(LogLevel::Debug, line);
+    }
+    g_ready.store(true, std::memory_order_release);
 }
 
 __attribute__((destructor)) void pipespin_fini() {
-    if (!g_ready.load() || !log::enabled(LogLevel::Info)) return;
+    if (!g_ready.load() || !report::enabled(LogLevel::Info)) return;
     BusyScope busy;
-    try {
-        for (Dir d : {Dir::Read, Dir::Write}) {
-            Totals t = totals(d);
-            log::info(fmt::format("exit pid={} {}: waits={} spins={} spin_hits={} spin_us={}",
-                                  ::getpid(), d == Dir::Read ? "read" : "write", t.waits,
-                                  t.spins, t.spin_hits, t.spin_ns / 1000));
-        }
-    } catch (...) {
+    char line[256];
+    for (Dir d : {Dir::Read, Dir::Write}) {
+        Totals t = totals(d);
+        std::snprintf(line, sizeof line,
+                      "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu", ::getpid(),
+                      d == Dir::Read ? "read" : "write", static_cast<unsigned long long>(t.waits),
+                      static_cast<unsigned long long>(t.spins),
+                      static_cast<unsigned long long>(t.spin_hits),
+                      static_cast<unsigned long long>(t.spin_ns / 1000));
+        report::write(LogLevel::Info, line);
     }
 }
 

@@ -1,0 +1,51 @@
+// The std::string face of the option table, for the CLI, the checker and the
+// tests. The shim itself uses only the allocation-free functions.
+#include <fmt/format.h>
+
+#include "core/options.h"
+
+namespace pipespin {
+
+std::string env_name(const OptionSpec& spec) {
+    char buf[64];
+    return env_name_into(spec, buf, sizeof buf) ? std::string(buf) : std::string();
+}
+
+std::string format_value(const OptionSpec& spec, std::uint32_t value) {
+    if (!spec.choices.empty())
+        return value < spec.choices.size() ? std::string(spec.choices[value]) : "?";
+    return std::to_string(value);
+}
+
+std::string format_default(const OptionSpec& spec) {
+    return format_value(spec, Options{}.*spec.field);
+}
+
+std::string accepted_values(const OptionSpec& spec) {
+    if (!spec.choices.empty()) return fmt::format("{}", fmt::join(spec.choices, "|"));
+    return fmt::format("{}..{}", spec.min, spec.max);
+}
+
+ParsedValue parse_value(const OptionSpec& spec, std::string_view text, std::uint32_t fallback) {
+    RawParse pr = parse_raw(spec, text, fallback);
+    ParsedValue pv{pr.value, {}};
+    if (pr.status != ParseStatus::Ok) {
+        char buf[256];
+        describe_problem(spec, pr.status, text, pr.value, buf, sizeof buf);
+        pv.problem = buf;
+    }
+    return pv;
+}
+
+Resolved resolve_from_env(GetEnv getenv_fn, void* ctx) {
+    Resolved r;
+    EnvProblems problems;
+    EnvSources sources;
+    read_env(getenv_fn, ctx, r.options, problems, sources);
+    for (std::size_t i = 0; i < problems.count; ++i) r.warnings.emplace_back(problems.lines[i]);
+    for (std::size_t i = 0; i < kOptionCount; ++i)
+        if (sources.from_env[i]) r.sources[i].where = env_name(option_table()[i]);
+    return r;
+}
+
+}  // namespace pipespin

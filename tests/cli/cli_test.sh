@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# CLI tests for pipespin, one case per CTest test:
+#   cli_test.sh CASE PIPESPIN LIBRARY CXX VERSION
+# Exit 0: pass, 77: skipped (reason on stdout), anything else: fail.
+set -uo pipefail
+
+case_name=$1
+pipespin=$2
+library=$(realpath "$3")
+cxx=$4
+version=$5
+
+# The user's own settings must not leak into what is being checked.
+unset LD_PRELOAD PIPESPIN_LIBRARY
+for v in $(compgen -e | grep '^PIPESPIN_' || true); do unset "$v"; done
+
+work=$(mktemp -d "$PWD/cli.$case_name.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+fail() {
+  echo "FAIL ($case_name): $*" >&2
+  exit 1
+}
+skip() {
+  echo "SKIP ($case_name): $*"
+  exit 77
+}
+# expect_status WANT CMD...: runs CMD, stdout to $work/out, stderr to $work/err.
+expect_status() {
+  local want=$1
+  shift
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "--- stdout:" >&2; cat "$work/out" >&2
+    echo "--- stderr:" >&2; cat "$work/err" >&2
+    fail "'$*' exited $got, expected $want"
+  fi
+}
+expect_in() {  # expect_in FILE TEXT
+  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not found in $(basename "$1")"; }
+}
+expect_not_in() {
+  ! grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' unexpectedly in $(basename "$1")"; }
+}
+
+case_help() {
+  for flag in --help -h help; do
+    expect_status 0 "$pipespin" "$flag"
+    for var in PIPESPIN_MODE PIPESPIN_SPIN_US PIPESPIN_PROBE PIPESPIN_LOG PIPESPIN_LIBRARY; do
+      expect_in "$work/out" "$var="
+    done
+    expect_in "$work/out" "pipespin run"
+    expect_in "$work/out" "pipespin bench pingpong"
+    expect_in "$work/out" "off|fixed|adaptive"
+    [ ! -s "$work/err" ] || fail "$flag wrote to stderr"
+  done
+  # The hidden worker is not advertised.
+  expect_not_in "$work/out" "bench-worker"
+  expect_status 0 "$pipespin" run --help
+  expect_in "$work/out" "PIPESPIN_MODE="
+}
+
+case_version() {
+  expect_status 0 "$pipespin" --version
+  [ "$(cat "$work/out")" = "pipespin $version" ] || fail "got '$(cat "$work/out")'"
+}
+
+case_usage_errors() {
+  expect_status 2 "$pipespin"
+  expect_status 2 "$pipespin" frobnicate
+  expect_in "$work/err" "unknown command 'frobnicate'"
+  expect_status 2 "$pipespin" --frobnicate
+  expect_in "$work/err" "unknown option '--frobnicate'"
+  expect_status 2 "$pipespin" run --frobnicate -- true
+  expect_in "$work/err" "--frobnicate"
+  expect_status 2 "$pipespin" run
+  expect_in "$work/err" "missing CMD"
+  expect_status 2 "$pipespin" run --mode
+  expect_in "$work/err" "--mode needs a value"
+  expect_status 2 "$pipespin" run --mode bogus -- true
+  expect_in "$work/err" "--mode"
+  expect_in "$work/err" "'bogus'"
+  expect_in "$work/err" "off|fixed|adaptive"
+  expect_status 2 "$pipespin" run --spin-us=5000000 -- true
+  expect_in "$work/err" "--spin-us"
+  expect_in "$work/err" "0..1000000"
+  expect_status 2 "$pipespin" run --probe= -- true
+  expect_status 2 "$pipespin" bench
+  expect_status 2 "$pipespin" bench nosuch
+  expect_status 2 "$pipespin" bench pingpong --iterations 0
+  expect_status 2 "$pipespin" bench pingpong --rounds x
+  expect_status 2 "$pipespin" bench pingpong --spin-us -1
+  [ ! -s "$work/out" ] || fail "usage errors wrote to stdout"
+}
+
+case_run_preload() {
+  # With and without the "--" separator.
+  for sep in -- ""; do
+    expect_status 0 "$pipespin" run $sep sh -c 'echo "$LD_PRELOAD"'
+    got=$(cat "$work/out")
+    case $got in
+      /*/libpipespin.so) ;;
+      *) fail "LD_PRELOAD='$got', expected an absolute path to libpipespin.so" ;;
+    esac
+    [ -f "$got" ] || fail "$got does not exist"
+    [ "$(realpath "$got")" = "$library" ] || fail "$got is not the built $library"
+  done
+  # Arguments after CMD belong to CMD, even ones that look like our flags.
+  expect_status 0 "$pipespin" run echo --mode bogus
+  [ "$(cat "$work/out")" = "--mode bogus" ] || fail "CMD arguments were not passed as is"
+}
+
+case_run_keeps_preload() {
+  # ld.so complains on stderr about the missing entries and goes on.
+  LD_PRELOAD="/nonexistent/liba.so /nonexistent/libb.so" \
+    expect_status 0 "$pipespin" run -- sh -c 'echo "$LD_PRELOAD"'
+  [ "$(cat "$work/out")" = "$library:/nonexistent/liba.so:/nonexistent/libb.so" ] ||
+    fail "LD_PRELOAD='$(cat "$work/out")'"
+}
+
+case_run_no_duplicate() {
+  LD_PRELOAD="/nonexistent/liba.so:$library" \
+    expect_status 0 "$pipespin" run -- sh -c 'echo "$LD_PRELOAD"'
+  [ "$(cat "$work/out")" = "/nonexistent/liba.so:$library" ] ||
+    fail "LD_PRELOAD='$(cat "$work/out")'"
+  # Nested runs do not stack copies either.
+  expect_status 0 "$pipespin" run -- "$pipespin" run -- sh -c 'echo "$LD_PRELOAD"'
+  [ "$(cat "$work/out")" = "$library" ] || fail "nested: LD_PRELOAD='$(cat "$work/out")'"
+}
+
+case_run_sets_env() {
+  expect_status 0 "$pipespin" run --mode off --spin-us=10 --probe POLL --log error -- \
+    sh -c 'echo "$PIPESPIN_MODE $PIPESPIN_SPIN_US $PIPESPIN_PROBE $PIPESPIN_LOG"'
+  [ "$(cat "$work/out")" = "off 10 poll error" ] || fail "got '$(cat "$work/out")'"
+  # Unset flags leave the user's variables alone; set ones override them.
+  PIPESPIN_PROBE=fionread PIPESPIN_MODE=fixed \
+    expect_status 0 "$pipespin" run --mode off -- sh -c 'echo "$PIPESPIN_MODE $PIPESPIN_PROBE"'
+  [ "$(cat "$work/out")" = "off fionread" ] || fail "got '$(cat "$work/out")'"
+}
+
+case_run_exit_status() {
+  expect_status 7 "$pipespin" run -- sh -c 'exit 7'
+  expect_status 127 "$pipespin" run -- /nonexistent/command
+  expect_in "$work/err" "cannot execute"
+  expect_status 127 "$pipespin" run -- no-such-command-pipespin-test
+  printf 'not executable\n' >"$work/noexec"
+  chmod 644 "$work/noexec"
+  expect_status 126 "$pipespin" run -- "$work/noexec"
+}
+
+case_run_library_env() {
+  PIPESPIN_LIBRARY=/nonexistent/libpipespin.so expect_status 125 "$pipespin" run -- true
+  expect_in "$work/err" "PIPESPIN_LIBRARY"
+  ln -s "$library" "$work/libpipespin.so"
+  PIPESPIN_LIBRARY="$work/libpipespin.so" \
+    expect_status 0 "$pipespin" run -- sh -c 'echo "$LD_PRELOAD"'
+  [ "$(cat "$work/out")" = "$library" ] || fail "got '$(cat "$work/out")'"
+  # Without PIPESPIN_LIBRARY a copy of pipespin finds nothing beside it.
+  mkdir -p "$work/bin"
+  cp "$pipespin" "$work/bin/pipespin"
+  # (Unless this build's install libdir happens to hold a copy: then it is found.)
+  "$work/bin/pipespin" run -- true >"$work/out" 2>"$work/err"
+  got=$?
+  if [ "$got" -ne 0 ]; then
+    [ "$got" -eq 125 ] || fail "copied pipespin exited $got, expected 125"
+    expect_in "$work/err" "cannot find libpipespin.so"
+  fi
+}
+
+case_static_warning() {
+  printf 'int main() { return 0; }\n' >"$work/prog.cpp"
+  if ! "$cxx" -static -o "$work/static_prog" "$work/prog.cpp" 2>"$work/cc.err"; then
+    cat "$work/cc.err"
+    skip "cannot link a static program here"
+  fi
+  expect_status 0 "$pipespin" run -- "$work/static_prog"
+  expect_in "$work/err" "pipespin: warning:"
+  expect_in "$work/err" "statically linked"
+  # Found through PATH the way execvp finds it.
+  PATH="$work:$PATH" expect_status 0 "$pipespin" run -- static_prog
+  expect_in "$work/err" "statically linked"
+  # Dynamic programs and scripts get no warning.
+  expect_status 0 "$pipespin" run -- sh -c true
+  expect_not_in "$work/err" "warning"
+  printf '#!/bin/sh\nexit 0\n' >"$work/script"
+  chmod 755 "$work/script"
+  expect_status 0 "$pipespin" run -- "$work/script"
+  expect_not_in "$work/err" "warning"
+}
+
+case_setuid_warning() {
+  [ "$(id -u)" -eq 0 ] || skip "needs root to make a program setuid to another user"
+  cp "$(type -P true)" "$work/suid_true" || fail "cannot copy true(1)"
+  chown 65534 "$work/suid_true" && chmod u+s "$work/suid_true" || skip "cannot chown/chmod here"
+  expect_status 0 "$pipespin" run -- "$work/suid_true"
+  if grep -qF "setuid" "$work/err"; then
+    return 0
+  fi
+  # A nosuid mount makes the bit meaningless, and pipespin says nothing then.
+  findmnt -no OPTIONS -T "$work" 2>/dev/null | grep -qw nosuid && skip "$work is on a nosuid mount"
+  cat "$work/err" >&2
+  fail "no setuid warning"
+}
+
+bench_names() {
+  for name in "no shim" "off" "fixed" "floor"; do expect_in "$work/out" "$name"; done
+}
+
+case_bench_pingpong() {
+  expect_status 0 "$pipespin" bench pingpong --iterations 200 --rounds 1
+  bench_names
+  expect_in "$work/out" "processes"
+}
+
+case_bench_threads() {
+  expect_status 0 "$pipespin" bench pingpong --threads --iterations 200 --rounds 2 --spin-us 20
+  bench_names
+  expect_in "$work/out" "threads"
+  expect_in "$work/out" "spin_us=20"
+}
+
+case_bench_json() {
+  expect_status 0 "$pipespin" bench pingpong --json --iterations 200 --rounds 3
+  command -v python3 >/dev/null || skip "python3 is needed to parse the JSON"
+  python3 - "$work/out" <<'EOF' || fail "bad JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "pingpong" and d["peers"] == "processes", d
+assert d["iterations"] == 200 and d["rounds"] == 3, d
+names = [c["name"] for c in d["configurations"]]
+assert names == ["no shim", "off", "fixed"], names
+for c in d["configurations"] + [d["floor"]]:
+    assert len(c["samples_us"]) == 3, c
+    assert c["min_us"] <= c["median_us"] <= c["max_us"], c
+    assert c["min_us"] > 0 and c["ratio"] > 0, c
+EOF
+}
+
+case_bench_env_hygiene() {
+  # The workers check whether the shim is loaded against their configuration,
+  # so this passes only if bench strips the inherited LD_PRELOAD copy and
+  # ignores the bogus inherited mode.
+  LD_PRELOAD="$library" PIPESPIN_MODE=bogus PIPESPIN_LOG=debug \
+    expect_status 0 "$pipespin" bench pingpong --iterations 100 --rounds 1
+  bench_names
+  # The bench process itself runs shimmed here and may warn once about the
+  # bogus mode; its workers must not have seen it.
+  [ "$(grep -c PIPESPIN_MODE "$work/err")" -le 1 ] || { cat "$work/err" >&2; fail "workers saw PIPESPIN_MODE"; }
+  # The same from inside `pipespin run`.
+  expect_status 0 "$pipespin" run --mode off -- "$pipespin" bench pingpong --iterations 100 --rounds 1
+  bench_names
+}
+
+case_bench_worker() {
+  # The worker's stdout is one number and nothing else, with or without the shim.
+  for args in "pingpong 100" "pingpong --threads 100" "floor 100"; do
+    expect_status 0 "$pipespin" bench-worker $args
+    grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
+    LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
+    grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "shimmed bench-worker $args printed '$(cat "$work/out")'"
+  done
+  expect_status 1 "$pipespin" bench-worker pingpong --expect-shim 100
+  expect_in "$work/err" "not loaded"
+  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
+  [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
+}
+
+declare -F "case_$case_name" >/dev/null || fail "no such case"
+"case_$case_name"
+echo "PASS ($case_name)"

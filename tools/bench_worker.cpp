@@ -1,0 +1,216 @@
+// pipespin bench-worker: the measured loops of `pipespin bench`.
+//
+// LD_PRELOAD only takes effect at exec, so `bench` re-executes this binary
+// once per configuration and sample, each time with the environment of that
+// configuration. The loops use plain read()/write()/pipe() so that the shim,
+// when present, intercepts them exactly as it would in any program.
+//
+// Contract with `bench`: on success the worker prints one number, the mean
+// µs per round trip, and nothing else on stdout; anything else goes to
+// stderr with a nonzero exit. --expect-shim / --expect-no-shim make the
+// worker fail when the shim's presence is not what the configuration needs,
+// so a library the loader refused (it says so on stderr and carries on)
+// cannot pass for a measurement of the shim.
+//
+//   pipespin bench-worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
+//   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
+#include <link.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "common.h"
+
+namespace pipespin::cli {
+namespace {
+
+struct Pipe {
+    int r = -1, w = -1;
+};
+
+Pipe make_pipe() {
+    int fds[2];
+    // pipe(), not pipe2(): the plainest way a program makes one.
+    if (::pipe(fds) != 0)
+        throw Failure(kExitFailure, fmt::format("bench-worker: pipe: {}", std::strerror(errno)));
+    return {fds[0], fds[1]};
+}
+
+// 0 on success, else an errno value (EPIPE for an unexpected EOF). No
+// exceptions: these also run in a forked child and in a peer thread.
+int put_byte(int fd) {
+    const char c = 'x';
+    for (;;) {
+        ssize_t n = ::write(fd, &c, 1);
+        if (n == 1) return 0;
+        if (n < 0 && errno != EINTR) return errno;
+    }
+}
+
+// 1: got a byte, 0: EOF, -errno: failure.
+int get_byte(int fd) {
+    char c;
+    for (;;) {
+        ssize_t n = ::read(fd, &c, 1);
+        if (n >= 0) return static_cast<int>(n);
+        if (errno != EINTR) return -errno;
+    }
+}
+
+// The peer: echo every byte from `in` to `out` until EOF.
+int echo(int in, int out) {
+    for (;;) {
+        int got = get_byte(in);
+        if (got == 0) return 0;
+        if (got < 0) return -got;
+        if (int err = put_byte(out); err != 0) return err;
+    }
+}
+
+int ping(int out, int in, std::uint64_t n) {
+    for (std::uint64_t i = 0; i < n; ++i) {
+        if (int err = put_byte(out); err != 0) return err;
+        int got = get_byte(in);
+        if (got <= 0) return got == 0 ? EPIPE : -got;
+    }
+    return 0;
+}
+
+void check(int err, std::string_view what) {
+    if (err != 0)
+        throw Failure(kExitFailure, fmt::format("bench-worker: {}: {}", what, std::strerror(err)));
+}
+
+using Clock = std::chrono::steady_clock;
+
+double us_per(Clock::duration d, std::uint64_t n) {
+    return std::chrono::duration<double, std::micro>(d).count() / static_cast<double>(n);
+}
+
+// A short warm-up first so that the timed part sees both peers scheduled,
+// pages touched and the shim's per-fd state settled.
+std::uint64_t warmup_of(std::uint64_t n) {
+    return n / 10;
+}
+
+double pingpong_processes(std::uint64_t n) {
+    Pipe a = make_pipe(), b = make_pipe();
+    pid_t pid = ::fork();
+    if (pid < 0) check(errno, "fork");
+    if (pid == 0) {
+        ::close(a.w);
+        ::close(b.r);
+        ::_exit(echo(a.r, b.w) == 0 ? 0 : 1);
+    }
+    ::close(a.r);
+    ::close(b.w);
+    check(ping(a.w, b.r, warmup_of(n)), "ping-pong");
+    const auto t0 = Clock::now();
+    check(ping(a.w, b.r, n), "ping-pong");
+    const auto t1 = Clock::now();
+    ::close(a.w);  // the peer sees EOF and exits
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(b.r);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw Failure(kExitFailure,
+                      fmt::format("bench-worker: peer process {}", describe_wait_status(status)));
+    return us_per(t1 - t0, n);
+}
+
+double pingpong_threads(std::uint64_t n) {
+    Pipe a = make_pipe(), b = make_pipe();
+    int peer_err = 0;
+    std::thread peer([&] { peer_err = echo(a.r, b.w); });
+    int err = ping(a.w, b.r, warmup_of(n));
+    const auto t0 = Clock::now();
+    if (err == 0) err = ping(a.w, b.r, n);
+    const auto t1 = Clock::now();
+    ::close(a.w);  // the peer sees EOF and returns
+    peer.join();
+    for (int fd : {a.r, b.r, b.w}) ::close(fd);
+    check(err, "ping-pong");
+    check(peer_err, "peer thread");
+    return us_per(t1 - t0, n);
+}
+
+// The same four pipe operations as a round trip, with no second party: the
+// cost of the syscalls alone, which no amount of spinning can go below.
+double floor_one_thread(std::uint64_t n) {
+    Pipe a = make_pipe(), b = make_pipe();
+    auto trip = [&](std::uint64_t count) {
+        for (std::uint64_t i = 0; i < count; ++i) {
+            for (const Pipe& p : {a, b}) {
+                if (int err = put_byte(p.w); err != 0) return err;
+                if (int got = get_byte(p.r); got <= 0) return got == 0 ? EPIPE : -got;
+            }
+        }
+        return 0;
+    };
+    check(trip(warmup_of(n)), "floor");
+    const auto t0 = Clock::now();
+    check(trip(n), "floor");
+    const auto t1 = Clock::now();
+    for (int fd : {a.r, a.w, b.r, b.w}) ::close(fd);
+    return us_per(t1 - t0, n);
+}
+
+bool shim_loaded() {
+    bool found = false;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            if (info->dlpi_name != nullptr && is_shim_entry(info->dlpi_name)) {
+                *static_cast<bool*>(data) = true;
+                return 1;
+            }
+            return 0;
+        },
+        &found);
+    return found;
+}
+
+}  // namespace
+
+int bench_worker_main(Args args) {
+    ArgCursor cur("bench-worker", args);
+    const std::string_view kind = cur.take_word();
+    if (kind != "pingpong" && kind != "floor")
+        throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
+    bool threads = false;
+    std::optional<bool> expect_shim;
+    while (cur.at_flag()) {
+        if (kind == "pingpong" && cur.take_flag("--threads"))
+            threads = true;
+        else if (cur.take_flag("--expect-shim"))
+            expect_shim = true;
+        else if (cur.take_flag("--expect-no-shim"))
+            expect_shim = false;
+        else
+            cur.fail_unknown();
+    }
+    const std::uint64_t n = parse_count("bench-worker", "N", cur.take_word(), 1, 1'000'000'000);
+    if (!cur.done()) cur.fail_unknown();
+
+    if (expect_shim && shim_loaded() != *expect_shim)
+        throw Failure(kExitFailure, fmt::format("bench-worker: {} is {}loaded, but this "
+                                                "configuration needs it {}",
+                                                kLibraryName, *expect_shim ? "not " : "",
+                                                *expect_shim ? "loaded" : "absent"));
+
+    const double us = kind == "floor" ? floor_one_thread(n)
+                      : threads       ? pingpong_threads(n)
+                                      : pingpong_processes(n);
+    fmt::print("{:.4f}\n", us);
+    return kExitOk;
+}
+
+}  // namespace pipespin::cli

@@ -1,0 +1,88 @@
+// The pipespin command line: the subcommand table, argument parsing and the
+// errors a subcommand reports.
+//
+// Contract for subcommands: a subcommand is `int NAME_main(Args)` in its own
+// file (cli_NAME.cpp), declared here and listed once in main.cpp's command
+// table. It receives the arguments after its name, returns the exit status,
+// and reports problems by throwing UsageError (the user asked for something
+// that does not parse: exit 2) or Failure (a valid request that could not be
+// carried out: its own exit status). main() prints both as
+// "pipespin: ...", so subcommands never print their own error prefix.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace pipespin::cli {
+
+// Exit statuses of pipespin itself; `run` otherwise exits with its command's.
+// 125..127 follow env(1), nice(1) and timeout(1) so that scripts can tell
+// "pipespin could not set up" from "the command could not be run" from
+// "the command ran and failed".
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;      // e.g. a benchmark worker failed
+inline constexpr int kExitUsage = 2;        // bad subcommand, flag or value
+inline constexpr int kExitSetup = 125;      // libpipespin.so not found or unusable
+inline constexpr int kExitCannotRun = 126;  // CMD found but could not be executed
+inline constexpr int kExitNotFound = 127;   // CMD not found
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Failure : std::runtime_error {
+    Failure(int code, const std::string& what) : std::runtime_error(what), exit_code(code) {}
+    int exit_code;
+};
+
+using Args = std::span<char* const>;
+
+// Walks a subcommand's arguments. Flags are "--name VALUE", "--name=VALUE" or
+// a bare "--name"; parsing stops at "--" or at the first word that is not a
+// flag, so that `pipespin run ls -l` leaves "-l" to ls.
+class ArgCursor {
+public:
+    ArgCursor(std::string_view command, Args args) : command_(command), args_(args) {}
+
+    bool done() const noexcept { return pos_ >= args_.size(); }
+    std::string_view peek() const noexcept { return done() ? std::string_view{} : args_[pos_]; }
+    bool at_flag() const noexcept;  // the next word starts with '-' and is not "--"
+
+    // Consumes the next word if it is exactly `name`.
+    bool take_flag(std::string_view name);
+    // Consumes "--name VALUE" or "--name=VALUE"; throws UsageError if VALUE is missing.
+    std::optional<std::string_view> take_value(std::string_view name);
+    // Consumes a lone "--" if it is next.
+    bool take_separator();
+
+    std::string_view take_word();
+    Args rest() const noexcept { return args_.subspan(pos_); }
+
+    // For "unknown flag" and friends, naming the subcommand.
+    [[noreturn]] void fail_unknown() const;
+    const std::string& command() const noexcept { return command_; }
+
+private:
+    std::string command_;
+    Args args_;
+    std::size_t pos_ = 0;
+};
+
+// The subcommands. Each *_usage() returns its lines for --help, indented by
+// two spaces and ending in a newline.
+int run_main(Args args);
+std::string run_usage();
+
+int bench_main(Args args);
+std::string bench_usage();
+
+// Hidden: what `bench` re-executes under each configuration's environment.
+int bench_worker_main(Args args);
+
+// Full --help text (main.cpp), for subcommands that print it on "--help".
+std::string full_usage();
+
+}  // namespace pipespin::cli

@@ -1,0 +1,237 @@
+// pipespin bench: A/B measurements of the shim on this machine.
+//
+// Each sample is a fresh worker process (bench_worker.cpp) started with
+// exactly the environment of its configuration: PIPESPIN_* variables the user
+// happened to export are dropped, and the shim is removed from LD_PRELOAD
+// for the "no shim" arm (other preloads are kept in every arm, so the shim is
+// the only difference). Configurations run interleaved, round after round,
+// so that a noisy neighbour or a frequency change hits all of them alike;
+// only medians are compared.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "common.h"
+#include "core/options.h"
+#include "platform/sys.h"
+
+namespace pipespin::cli {
+namespace {
+
+constexpr std::uint64_t kDefaultIterations = 20000;
+constexpr std::uint64_t kDefaultRounds = 7;
+
+struct PingpongArgs {
+    bool help = false;
+    bool threads = false;
+    bool json = false;
+    std::uint64_t iterations = kDefaultIterations;
+    std::uint64_t rounds = kDefaultRounds;
+    std::optional<std::uint32_t> spin_us;  // unset: the shim's default
+};
+
+// One configuration: how its worker is started and what it measured.
+struct Arm {
+    std::string name;
+    Environment env;
+    std::vector<std::string> worker_args;  // after "bench-worker"
+    std::vector<double> samples;
+};
+
+const OptionSpec& option(std::string_view name) {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr) throw std::logic_error(fmt::format("no option '{}' in the table", name));
+    return *spec;
+}
+
+double run_worker(const std::string& exe, const Arm& arm) {
+    std::vector<std::string> argv{"pipespin", "bench-worker"};
+    argv.insert(argv.end(), arm.worker_args.begin(), arm.worker_args.end());
+    Captured c = spawn_capture(exe, argv, arm.env);
+    if (!WIFEXITED(c.wait_status) || WEXITSTATUS(c.wait_status) != 0)
+        throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' {}", arm.name,
+                                                describe_wait_status(c.wait_status)));
+    std::string_view out = c.out;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.remove_suffix(1);
+    double us = 0;
+    auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), us);
+    if (out.empty() || ec != std::errc{} || end != out.data() + out.size() || !(us > 0))
+        throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' printed '{}', not a "
+                                                "time per round trip",
+                                                arm.name, printable(c.out)));
+    return us;
+}
+
+PingpongArgs parse_pingpong(ArgCursor& cur) {
+    PingpongArgs a;
+    while (!cur.done()) {
+        if (cur.take_flag("--help") || cur.take_flag("-h")) {
+            a.help = true;
+            return a;
+        }
+        if (cur.take_flag("--threads"))
+            a.threads = true;
+        else if (cur.take_flag("--json"))
+            a.json = true;
+        else if (auto v = cur.take_value("--iterations"))
+            a.iterations = parse_count("bench pingpong", "--iterations", *v, 1, 1'000'000'000);
+        else if (auto v = cur.take_value("--rounds"))
+            a.rounds = parse_count("bench pingpong", "--rounds", *v, 1, 10'000);
+        else if (auto v = cur.take_value("--spin-us"))
+            a.spin_us = parse_flag_value("bench pingpong", option("spin_us"), *v);
+        else
+            cur.fail_unknown();
+    }
+    return a;
+}
+
+void print_table(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& floor,
+                 std::uint32_t spin_us, const std::string& library) {
+    fmt::print("pingpong between two {}: {} round trips x {} rounds, interleaved\n",
+               a.threads ? "threads" : "processes", a.iterations, a.rounds);
+    fmt::print("library {}; fixed spin_us={}; {} usable CPUs\n\n", library, spin_us,
+               sys::usable_cpus());
+    fmt::print("{:<18}{:>12}{:>10}{:>10}{:>9}\n", "configuration", "median µs", "min µs", "max µs",
+               "ratio");
+    const double base = summarize(arms.front().samples).median;
+    auto row = [&](const Arm& arm) {
+        Summary s = summarize(arm.samples);
+        fmt::print("{:<18}{:>12.3f}{:>10.3f}{:>10.3f}{:>8.2f}x\n", arm.name, s.median, s.min, s.max,
+                   base / s.median);
+    };
+    for (const Arm& arm : arms) row(arm);
+    row(floor);
+    fmt::print(
+        "\nratio = no-shim median / this median. The floor is the same pipe traffic in one\n"
+        "thread (no shim): its ratio bounds the speedup any spinning could reach here.\n");
+}
+
+void print_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& floor,
+                std::uint32_t spin_us, const std::string& library) {
+    const double base = summarize(arms.front().samples).median;
+    auto object = [&](const Arm& arm) {
+        Summary s = summarize(arm.samples);
+        return fmt::format(
+            "{{\"name\":{},\"median_us\":{:.4f},\"min_us\":{:.4f},\"max_us\":{:.4f},"
+            "\"ratio\":{:.4f},\"samples_us\":[{:.4f}]}}",
+            json_string(arm.name), s.median, s.min, s.max, base / s.median,
+            fmt::join(arm.samples, ","));
+    };
+    std::vector<std::string> configurations;
+    for (const Arm& arm : arms) configurations.push_back(object(arm));
+    fmt::print(
+        "{{\"benchmark\":\"pingpong\",\"peers\":\"{}\",\"iterations\":{},\"rounds\":{},"
+        "\"spin_us\":{},\"usable_cpus\":{},\"library\":{},\"configurations\":[{}],"
+        "\"floor\":{}}}\n",
+        a.threads ? "threads" : "processes", a.iterations, a.rounds, spin_us, sys::usable_cpus(),
+        json_string(library), fmt::join(configurations, ","), object(floor));
+}
+
+int bench_pingpong(ArgCursor& cur) {
+    const PingpongArgs a = parse_pingpong(cur);
+    if (a.help) {
+        std::fputs(full_usage().c_str(), stdout);
+        return kExitOk;
+    }
+    const std::string exe = self_exe();
+    const std::string library = find_library();
+
+    Environment base = Environment::current();
+    base.unset_prefix("PIPESPIN_");
+    const std::string others = preload_without_shim(base.get("LD_PRELOAD").value_or(""));
+    base.set_preload(others);
+
+    const OptionSpec& mode = option("mode");
+    const OptionSpec& spin = option("spin_us");
+    auto shimmed = [&](Mode m) {
+        Environment env = base;
+        env.set_preload(preload_with(others, library));
+        env.set(env_name(mode), format_value(mode, static_cast<std::uint32_t>(m)));
+        if (a.spin_us) env.set(env_name(spin), format_value(spin, *a.spin_us));
+        return env;
+    };
+
+    const std::string n = std::to_string(a.iterations);
+    std::vector<std::string> pingpong{"pingpong"};
+    if (a.threads) pingpong.push_back("--threads");
+    auto args = [&](std::vector<std::string> head, std::string_view expect) {
+        head.emplace_back(expect);
+        head.push_back(n);
+        return head;
+    };
+    std::vector<Arm> arms{
+        {"no shim", base, args(pingpong, "--expect-no-shim"), {}},
+        {"off", shimmed(Mode::Off), args(pingpong, "--expect-shim"), {}},
+        {"fixed", shimmed(Mode::Fixed), args(pingpong, "--expect-shim"), {}},
+    };
+    Arm floor{"floor (1 thread)", base, args({"floor"}, "--expect-no-shim"), {}};
+
+    // Progress only for a person watching; scripts and --json get clean output.
+    const bool progress = !a.json && ::isatty(STDERR_FILENO);
+    for (std::uint64_t r = 0; r < a.rounds; ++r) {
+        if (progress) fmt::print(stderr, "\rround {}/{} ", r + 1, a.rounds);
+        for (Arm& arm : arms) arm.samples.push_back(run_worker(exe, arm));
+        floor.samples.push_back(run_worker(exe, floor));
+    }
+    if (progress) fmt::print(stderr, "\r{:20}\r", "");
+
+    const std::uint32_t spin_us = a.spin_us.value_or(Options{}.*spin.field);
+    if (a.json)
+        print_json(a, arms, floor, spin_us, library);
+    else
+        print_table(a, arms, floor, spin_us, library);
+    return kExitOk;
+}
+
+struct Benchmark {
+    std::string_view name;
+    int (*main)(ArgCursor&);
+};
+// More benchmarks (e.g. a matrix of workloads) are one line here.
+constexpr Benchmark kBenchmarks[] = {
+    {"pingpong", bench_pingpong},
+};
+
+}  // namespace
+
+std::string bench_usage() {
+    std::string out =
+        "  pipespin bench pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N]\n"
+        "                          [--json]\n";
+    out +=
+        wrap(fmt::format("Time a 1-byte ping-pong over two pipes between two processes (or two "
+                         "threads with --threads) in three configurations, run interleaved: no "
+                         "shim, the shim with mode=off, and with mode=fixed (spin_us from "
+                         "--spin-us, else the default). Prints median, min and max µs per round "
+                         "trip and the ratio no-shim median / median, plus the floor: the same "
+                         "pipe traffic within one thread, which bounds any speedup. Defaults: {} "
+                         "round trips, {} rounds. --json prints one JSON object instead.",
+                         kDefaultIterations, kDefaultRounds),
+             6);
+    return out;
+}
+
+int bench_main(Args args) {
+    ArgCursor cur("bench", args);
+    if (cur.take_flag("--help") || cur.take_flag("-h")) {
+        std::fputs(full_usage().c_str(), stdout);
+        return kExitOk;
+    }
+    if (cur.done()) throw UsageError("bench: missing benchmark name (pingpong)");
+    const std::string_view name = cur.take_word();
+    for (const Benchmark& b : kBenchmarks)
+        if (b.name == name) return b.main(cur);
+    throw UsageError(
+        fmt::format("bench: unknown benchmark '{}' (known: pingpong)", printable(name)));
+}
+
+}  // namespace pipespin::cli

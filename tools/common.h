@@ -1,0 +1,116 @@
+// Helpers that several subcommands share: finding libpipespin.so, building
+// the environment a child gets, spawning a child and capturing its stdout,
+// checking whether a program can be preloaded at all, and small text and
+// statistics utilities.
+//
+// Everything here runs in the CLI process, never inside a host program, so
+// it may allocate, throw (cli::Failure / cli::UsageError) and print.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/options.h"
+
+namespace pipespin::cli {
+
+inline constexpr std::string_view kLibraryName = "libpipespin.so";
+inline constexpr std::string_view kLibraryEnv = "PIPESPIN_LIBRARY";
+
+// Real path of the running executable (/proc/self/exe), so that a symlinked
+// or PATH-found pipespin still finds the library installed beside it.
+std::string self_exe();
+
+// The absolute path of libpipespin.so, looked for in this order:
+//   $PIPESPIN_LIBRARY (must exist when set),
+//   <exe_dir>/../lib/libpipespin.so            (build tree, /usr/local),
+//   <exe_dir>/../lib/<multiarch>/libpipespin.so (Debian layout),
+//   the install libdir chosen at build time.
+// Throws Failure(kExitSetup) naming every place it looked.
+std::string find_library();
+// The places after $PIPESPIN_LIBRARY, in order, for --help and errors.
+std::vector<std::string> library_search_path();
+
+// LD_PRELOAD is a list separated by ':' or ' ' (ld.so(8)).
+std::vector<std::string> split_preload(std::string_view value);
+// True for any copy of the shim: a second copy in one process would keep a
+// second fd table, and the "no shim" arm of a benchmark must have none.
+bool is_shim_entry(std::string_view entry);
+// `existing` with `library` in front, unless that very file is already in it
+// (then `existing` unchanged: the user chose the order). Other copies of the
+// shim are dropped and reported in `dropped`.
+std::string preload_with(std::string_view existing, const std::string& library,
+                         std::vector<std::string>* dropped = nullptr);
+// `existing` without any copy of the shim.
+std::string preload_without_shim(std::string_view existing);
+
+// A copy of an environment that can be edited and handed to a child.
+class Environment {
+public:
+    static Environment current();  // snapshot of environ
+
+    std::optional<std::string_view> get(std::string_view name) const;
+    void set(std::string_view name, std::string_view value);
+    void unset(std::string_view name);
+    // Drops every variable whose name starts with prefix.
+    void unset_prefix(std::string_view prefix);
+    // Sets LD_PRELOAD, or removes it when value is empty (an empty LD_PRELOAD
+    // and none differ for nobody, but a clean env is easier to read).
+    void set_preload(const std::string& value);
+
+    const std::vector<std::string>& entries() const noexcept { return entries_; }
+
+private:
+    std::vector<std::string> entries_;  // "NAME=value"
+};
+
+struct Captured {
+    int wait_status = 0;  // as from waitpid
+    std::string out;      // everything the child wrote to stdout
+};
+// Runs `path` with argv and env; stdin and stderr are inherited, stdout is
+// captured. Throws Failure(kExitFailure) if the child could not be started.
+Captured spawn_capture(const std::string& path, const std::vector<std::string>& argv,
+                       const Environment& env);
+// "exited with status 3", "killed by signal 11 (Segmentation fault)".
+std::string describe_wait_status(int wait_status);
+
+// What execvp would run for `cmd`: cmd itself when it contains '/', else the
+// first executable match on PATH (or on confstr(_CS_PATH) when PATH is unset).
+std::optional<std::string> resolve_command(std::string_view cmd);
+
+// Reasons the dynamic loader would not preload into the program at `path`
+// (statically linked, setuid/setgid, foreign ELF class); empty when there is
+// none or the file is not an ELF (scripts, for one). Never throws for an
+// unreadable file: the exec reports that better.
+std::vector<std::string> preload_obstacles(const std::string& path);
+
+// Command-line values for table options: "--spin-us" for spin_us, and the
+// value parsed strictly (anything parse_value would fix up is an error here,
+// since the user is present to correct it).
+std::string flag_name(const OptionSpec& spec);
+std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
+                               std::string_view text);
+// A whole number for a flag such as --iterations, within [min, max].
+std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
+                          std::uint64_t min, std::uint64_t max);
+
+struct Summary {
+    double median = 0, min = 0, max = 0;
+};
+// Median (mean of the middle two for an even count), min and max. Empty in,
+// zeros out.
+Summary summarize(std::span<const double> samples);
+
+// Bounded, printable rendering of user input for messages.
+std::string printable(std::string_view s);
+// A JSON string literal, quotes included.
+std::string json_string(std::string_view s);
+// `text` wrapped at `width` columns, every line indented by `indent` spaces.
+std::string wrap(std::string_view text, std::size_t indent, std::size_t width = 79);
+
+}  // namespace pipespin::cli
