@@ -53,13 +53,16 @@ constexpr short kDone = sys::kPollHup | sys::kPollErr | sys::kPollNval;
 Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     if (probe == Probe::Fionread && events == sys::kPollIn) {
         long queued = sys::fionread(fd);
+        if (queued == -EINTR) return Look::Pending;
         if (queued != 0) return Look::Ready;
         // FIONREAD says 0 both for "empty" and for "writer gone": look for
         // the hang-up every few rounds so that EOF is not delayed.
         if (iteration % 8 != 0) return Look::Pending;
     }
     long rev = sys::poll0_one(fd, events);
-    if (rev == 0) return Look::Pending;
+    // EINTR: a handler ran during the probe itself. Not ready: the spin's
+    // signal check decides what the blocking call would have done.
+    if (rev == 0 || rev == -EINTR) return Look::Pending;
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
@@ -88,7 +91,7 @@ struct Looker {
                 result = r;
                 return Look::Answer;
             }
-            if (r == -EAGAIN) return Look::Pending;
+            if (r == -EAGAIN || r == -EINTR) return Look::Pending;
             if (r != -EOPNOTSUPP && r != -EINVAL) return Look::Ready;  // the real call reports it
             g_table.set_no_nowait(info);
             nowait = false;
@@ -101,11 +104,11 @@ struct Looker {
 // handler runs on this thread (the blocking call would have been interrupted).
 // With check_fd >= 0 it also stops when that fd turns out to be in
 // non-blocking mode: the program must get its EAGAIN, not a spin.
+// `epoch` is t_signal_epoch as it was before the first look at the fd, so
+// that a handler that ran during that look counts too.
 template <class Step>
-SpinEnd spin(std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
+SpinEnd spin(std::uint32_t epoch, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
              int check_fd = -1) noexcept {
-    const std::uint32_t epoch = t_signal_epoch;
-    t_signals_seen = 0;
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     for (unsigned i = 1;; ++i) {
@@ -220,6 +223,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
     Looker look{fd, reading ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
+    const std::uint32_t epoch = t_signal_epoch;
+    t_signals_seen = 0;
     switch (look(0)) {
         case Look::Answer: return done(&st, look.result);
         case Look::Ready: return plan;
@@ -228,7 +233,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     // The fd would block now.
     if (!cpu_free_for_peer()) return plan;
     std::uint64_t spent = 0;
-    SpinEnd end = spin(budget, spent, look, fd);
+    SpinEnd end = spin(epoch, budget, spent, look, fd);
     if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
@@ -269,8 +274,14 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.
+    const std::uint32_t epoch = t_signal_epoch;
     long r = sys::poll0(fds, nfds);
     if (r > 0) return done(nullptr, r);
+    if (r == -EINTR) {
+        // A handler ran: poll fails with EINTR whatever SA_RESTART says.
+        plan.action = Plan::Action::Interrupted;
+        return plan;
+    }
     if (r < 0) return plan;
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
@@ -294,8 +305,9 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     st->waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     std::uint64_t spent = 0;
-    SpinEnd end = spin(budget, spent, [&](unsigned) {
+    SpinEnd end = spin(epoch, budget, spent, [&](unsigned) {
         ready = sys::poll0(fds, nfds);
+        if (ready == -EINTR) return Look::Pending;  // the signal check below decides
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
     });
     count_spin(*st, plan, end, spent);
