@@ -5,8 +5,9 @@
 // configuration. The loops use plain read()/write()/pipe() so that the shim,
 // when present, intercepts them exactly as it would in any program.
 //
-// Contract with `bench`: on success the worker prints one number, the mean
-// µs per round trip, and nothing else on stdout; anything else goes to
+// Contract with `bench`: on success the worker prints one number and nothing
+// else on stdout (pingpong, floor: the mean µs per round trip; sparse: the
+// consumer's CPU µs over its reads); anything else goes to
 // stderr with a nonzero exit. --expect-shim / --expect-no-shim make the
 // worker fail when the shim's presence is not what the configuration needs,
 // so a library the loader refused (it says so on stderr and carries on)
@@ -14,13 +15,22 @@
 //
 //   pipespin bench-worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
+//   pipespin bench-worker sparse [--expect-shim|--expect-no-shim] N
+//
+// sparse: a forked producer writes N bytes, one every 2 ms on absolute
+// deadlines, then closes its end; this process, the consumer, reads one byte
+// at a time until EOF. What it prints is the user+system CPU the consumer
+// spent from its first read to EOF (not its start-up, which is the same in
+// every arm and would only dilute the difference spinning makes).
 #include <link.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <thread>
 
@@ -164,6 +174,63 @@ double floor_one_thread(std::uint64_t n) {
     return us_per(t1 - t0, n);
 }
 
+constexpr long kSparseIntervalNs = 2'000'000;
+
+// The producer of `sparse`: N bytes on a fixed beat; 0 or an errno value.
+int trickle(int out, std::uint64_t n) {
+    timespec next{};
+    ::clock_gettime(CLOCK_MONOTONIC, &next);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        next.tv_nsec += kSparseIntervalNs;
+        if (next.tv_nsec >= 1'000'000'000) {
+            next.tv_nsec -= 1'000'000'000;
+            ++next.tv_sec;
+        }
+        // Absolute deadlines: the beat does not drift by the time each write takes.
+        int rc;
+        while ((rc = ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr)) == EINTR) {
+        }
+        if (rc != 0) return rc;
+        if (int err = put_byte(out); err != 0) return err;
+    }
+    return 0;
+}
+
+double cpu_us_self() {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+double sparse_consumer_cpu(std::uint64_t n) {
+    Pipe p = make_pipe();
+    pid_t pid = ::fork();
+    if (pid < 0) check(errno, "fork");
+    if (pid == 0) {
+        ::close(p.r);
+        ::_exit(trickle(p.w, n) == 0 ? 0 : 1);
+    }
+    ::close(p.w);
+    const double cpu0 = cpu_us_self();
+    std::uint64_t got = 0;
+    int rc;
+    while ((rc = get_byte(p.r)) == 1) ++got;
+    const double cpu1 = cpu_us_self();
+    ::close(p.r);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    check(rc < 0 ? -rc : 0, "sparse read");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw Failure(kExitFailure, fmt::format("bench-worker: producer process {}",
+                                                describe_wait_status(status)));
+    if (got != n)
+        throw Failure(kExitFailure,
+                      fmt::format("bench-worker: sparse read {} bytes, expected {}", got, n));
+    return cpu1 - cpu0;
+}
+
 bool shim_loaded() {
     bool found = false;
     ::dl_iterate_phdr(
@@ -183,7 +250,7 @@ bool shim_loaded() {
 int bench_worker_main(Args args) {
     ArgCursor cur("bench-worker", args);
     const std::string_view kind = cur.take_word();
-    if (kind != "pingpong" && kind != "floor")
+    if (kind != "pingpong" && kind != "floor" && kind != "sparse")
         throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
     bool threads = false;
     std::optional<bool> expect_shim;
@@ -206,9 +273,10 @@ int bench_worker_main(Args args) {
                                                 kLibraryName, *expect_shim ? "not " : "",
                                                 *expect_shim ? "loaded" : "absent"));
 
-    const double us = kind == "floor" ? floor_one_thread(n)
-                      : threads       ? pingpong_threads(n)
-                                      : pingpong_processes(n);
+    const double us = kind == "sparse"  ? sparse_consumer_cpu(n)
+                      : kind == "floor" ? floor_one_thread(n)
+                      : threads         ? pingpong_threads(n)
+                                        : pingpong_processes(n);
     fmt::print("{:.4f}\n", us);
     return kExitOk;
 }

@@ -78,9 +78,16 @@ std::string run_usage();
 
 int bench_main(Args args);
 std::string bench_usage();
+// `bench matrix` (cli_matrix.cpp), reached through bench_main's table.
+int bench_matrix(ArgCursor& cur);
+std::string bench_matrix_usage();
 
 // Hidden: what `bench` re-executes under each configuration's environment.
 int bench_worker_main(Args args);
+// The worker flag that makes it fail unless the shim is (or is not) loaded.
+inline std::string_view expect_shim_flag(bool shim) {
+    return shim ? "--expect-shim" : "--expect-no-shim";
+}
 
 // Full --help text (main.cpp), for subcommands that print it on "--help".
 std::string full_usage();

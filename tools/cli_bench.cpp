@@ -6,14 +6,13 @@
 // for the "no shim" arm (other preloads are kept in every arm, so the shim is
 // the only difference). Configurations run interleaved, round after round,
 // so that a noisy neighbour or a frequency change hits all of them alike;
-// only medians are compared.
+// only medians are compared. `bench matrix` (cli_matrix.cpp) does the same
+// for whole command lines.
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,12 +46,6 @@ struct Arm {
     std::vector<double> samples;
 };
 
-const OptionSpec& option(std::string_view name) {
-    const OptionSpec* spec = find_option(name);
-    if (spec == nullptr) throw std::logic_error(fmt::format("no option '{}' in the table", name));
-    return *spec;
-}
-
 double run_worker(const std::string& exe, const Arm& arm) {
     std::vector<std::string> argv{"pipespin", "bench-worker"};
     argv.insert(argv.end(), arm.worker_args.begin(), arm.worker_args.end());
@@ -60,15 +53,12 @@ double run_worker(const std::string& exe, const Arm& arm) {
     if (!WIFEXITED(c.wait_status) || WEXITSTATUS(c.wait_status) != 0)
         throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' {}", arm.name,
                                                 describe_wait_status(c.wait_status)));
-    std::string_view out = c.out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.remove_suffix(1);
-    double us = 0;
-    auto [end, ec] = std::from_chars(out.data(), out.data() + out.size(), us);
-    if (out.empty() || ec != std::errc{} || end != out.data() + out.size() || !(us > 0))
+    const std::optional<double> us = parse_decimal(c.out);
+    if (!us || !(*us > 0))
         throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' printed '{}', not a "
                                                 "time per round trip",
                                                 arm.name, printable(c.out)));
-    return us;
+    return *us;
 }
 
 PingpongArgs parse_pingpong(ArgCursor& cur) {
@@ -87,7 +77,7 @@ PingpongArgs parse_pingpong(ArgCursor& cur) {
         else if (auto v = cur.take_value("--rounds"))
             a.rounds = parse_count("bench pingpong", "--rounds", *v, 1, 10'000);
         else if (auto v = cur.take_value("--spin-us"))
-            a.spin_us = parse_flag_value("bench pingpong", option("spin_us"), *v);
+            a.spin_us = parse_flag_value("bench pingpong", option_spec("spin_us"), *v);
         else
             cur.fail_unknown();
     }
@@ -98,8 +88,8 @@ void print_table(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm&
                  std::uint32_t spin_us, const std::string& library) {
     fmt::print("pingpong between two {}: {} round trips x {} rounds, interleaved\n",
                a.threads ? "threads" : "processes", a.iterations, a.rounds);
-    fmt::print("library {}; fixed spin_us={}; {} usable CPUs\n\n", library, spin_us,
-               sys::usable_cpus());
+    fmt::print("library {}; spin_us={} (fixed, and the ceiling of adaptive); {} usable CPUs\n\n",
+               library, spin_us, sys::usable_cpus());
     fmt::print("{:<18}{:>12}{:>10}{:>10}{:>9}\n", "configuration", "median µs", "min µs", "max µs",
                "ratio");
     const double base = summarize(arms.front().samples).median;
@@ -145,35 +135,21 @@ int bench_pingpong(ArgCursor& cur) {
     const std::string exe = self_exe();
     const std::string library = find_library();
 
-    Environment base = Environment::current();
-    base.unset_prefix("PIPESPIN_");
-    const std::string others = preload_without_shim(base.get("LD_PRELOAD").value_or(""));
-    base.set_preload(others);
-
-    const OptionSpec& mode = option("mode");
-    const OptionSpec& spin = option("spin_us");
-    auto shimmed = [&](Mode m) {
-        Environment env = base;
-        env.set_preload(preload_with(others, library));
-        env.set(env_name(mode), format_value(mode, static_cast<std::uint32_t>(m)));
-        if (a.spin_us) env.set(env_name(spin), format_value(spin, *a.spin_us));
-        return env;
-    };
+    const ArmEnvironments envs(library, a.spin_us);
 
     const std::string n = std::to_string(a.iterations);
     std::vector<std::string> pingpong{"pingpong"};
     if (a.threads) pingpong.push_back("--threads");
-    auto args = [&](std::vector<std::string> head, std::string_view expect) {
-        head.emplace_back(expect);
+    auto args = [&](std::vector<std::string> head, bool shim) {
+        head.emplace_back(expect_shim_flag(shim));
         head.push_back(n);
         return head;
     };
-    std::vector<Arm> arms{
-        {"no shim", base, args(pingpong, "--expect-no-shim"), {}},
-        {"off", shimmed(Mode::Off), args(pingpong, "--expect-shim"), {}},
-        {"fixed", shimmed(Mode::Fixed), args(pingpong, "--expect-shim"), {}},
-    };
-    Arm floor{"floor (1 thread)", base, args({"floor"}, "--expect-no-shim"), {}};
+    std::vector<Arm> arms;
+    for (const ArmKind& kind : kArmKinds)
+        arms.push_back(
+            {std::string(kind.name), envs.of(kind), args(pingpong, kind.mode.has_value()), {}});
+    Arm floor{"floor (1 thread)", envs.of(kArmKinds[0]), args({"floor"}, false), {}};
 
     // Progress only for a person watching; scripts and --json get clean output.
     const bool progress = !a.json && ::isatty(STDERR_FILENO);
@@ -184,7 +160,7 @@ int bench_pingpong(ArgCursor& cur) {
     }
     if (progress) fmt::print(stderr, "\r{:20}\r", "");
 
-    const std::uint32_t spin_us = a.spin_us.value_or(Options{}.*spin.field);
+    const std::uint32_t spin_us = a.spin_us.value_or(Options{}.*option_spec("spin_us").field);
     if (a.json)
         print_json(a, arms, floor, spin_us, library);
     else
@@ -196,28 +172,28 @@ struct Benchmark {
     std::string_view name;
     int (*main)(ArgCursor&);
 };
-// More benchmarks (e.g. a matrix of workloads) are one line here.
+// More benchmarks are one line here.
 constexpr Benchmark kBenchmarks[] = {
     {"pingpong", bench_pingpong},
+    {"matrix", bench_matrix},
 };
 
 }  // namespace
 
 std::string bench_usage() {
-    std::string out =
-        "  pipespin bench pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N]\n"
-        "                          [--json]\n";
-    out +=
-        wrap(fmt::format("Time a 1-byte ping-pong over two pipes between two processes (or two "
-                         "threads with --threads) in three configurations, run interleaved: no "
-                         "shim, the shim with mode=off, and with mode=fixed (spin_us from "
-                         "--spin-us, else the default). Prints median, min and max µs per round "
-                         "trip and the ratio no-shim median / median, plus the floor: the same "
-                         "pipe traffic within one thread, which bounds any speedup. Defaults: {} "
-                         "round trips, {} rounds. --json prints one JSON object instead.",
-                         kDefaultIterations, kDefaultRounds),
-             6);
-    return out;
+    return usage_entry(
+               "  pipespin bench pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N]\n"
+               "                          [--json]\n",
+               fmt::format(
+                   "Time a 1-byte ping-pong over two pipes between two processes (or two "
+                   "threads with --threads) in four configurations, run interleaved: no "
+                   "shim, the shim with mode=off, mode=fixed and mode=adaptive (spin_us "
+                   "from --spin-us, else the default). Prints median, min and max µs per round "
+                   "trip and the ratio no-shim median / median, plus the floor: the same "
+                   "pipe traffic within one thread, which bounds any speedup. Defaults: {} "
+                   "round trips, {} rounds. --json prints one JSON object instead.",
+                   kDefaultIterations, kDefaultRounds)) +
+           bench_matrix_usage();
 }
 
 int bench_main(Args args) {
@@ -226,12 +202,15 @@ int bench_main(Args args) {
         std::fputs(full_usage().c_str(), stdout);
         return kExitOk;
     }
-    if (cur.done()) throw UsageError("bench: missing benchmark name (pingpong)");
+    std::vector<std::string_view> known;
+    for (const Benchmark& b : kBenchmarks) known.push_back(b.name);
+    if (cur.done())
+        throw UsageError(fmt::format("bench: missing benchmark name ({})", fmt::join(known, ", ")));
     const std::string_view name = cur.take_word();
     for (const Benchmark& b : kBenchmarks)
         if (b.name == name) return b.main(cur);
-    throw UsageError(
-        fmt::format("bench: unknown benchmark '{}' (known: pingpong)", printable(name)));
+    throw UsageError(fmt::format("bench: unknown benchmark '{}' (known: {})", printable(name),
+                                 fmt::join(known, ", ")));
 }
 
 }  // namespace pipespin::cli

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,9 +11,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -238,15 +243,88 @@ void Environment::set_preload(const std::string& value) {
         set("LD_PRELOAD", value);
 }
 
+ArmEnvironments::ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us)
+    : library_(std::move(library)), spin_us_(spin_us), base_(Environment::current()) {
+    base_.unset_prefix("PIPESPIN_");
+    other_preloads_ = preload_without_shim(base_.get("LD_PRELOAD").value_or(""));
+    base_.set_preload(other_preloads_);
+}
+
+Environment ArmEnvironments::of(const ArmKind& arm) const {
+    if (!arm.mode) return base_;
+    Environment env = base_;
+    env.set_preload(preload_with(other_preloads_, library_));
+    const OptionSpec& mode = option_spec("mode");
+    env.set(env_name(mode), format_value(mode, static_cast<std::uint32_t>(*arm.mode)));
+    if (spin_us_) {
+        const OptionSpec& spin = option_spec("spin_us");
+        env.set(env_name(spin), format_value(spin, *spin_us_));
+    }
+    return env;
+}
+
+const OptionSpec& option_spec(std::string_view name) {
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr) throw std::logic_error(fmt::format("no option '{}' in the table", name));
+    return *spec;
+}
+
 Captured spawn_capture(const std::string& path, const std::vector<std::string>& argv,
                        const Environment& env) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0)
-        throw Failure(kExitFailure, fmt::format("pipe: {}", std::strerror(errno)));
+    Measured m = spawn_measure(path, argv, env);
+    return {m.wait_status, std::move(m.out)};
+}
+
+namespace {
+
+// An anonymous file for a child's output; closed on scope exit.
+class MemoryFile {
+public:
+    explicit MemoryFile(const char* name) : fd_(::memfd_create(name, MFD_CLOEXEC)) {
+        if (fd_ < 0)
+            throw Failure(kExitFailure, fmt::format("memfd_create: {}", std::strerror(errno)));
+    }
+    MemoryFile(const MemoryFile&) = delete;
+    MemoryFile& operator=(const MemoryFile&) = delete;
+    ~MemoryFile() { ::close(fd_); }
+
+    int fd() const noexcept { return fd_; }
+    std::string contents() const {
+        std::string out;
+        char buf[4096];
+        for (off_t at = 0;;) {
+            ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            out.append(buf, static_cast<std::size_t>(n));
+            at += n;
+        }
+        return out;
+    }
+
+private:
+    int fd_;
+};
+
+double to_us(const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec);
+}
+
+}  // namespace
+
+Measured spawn_measure(const std::string& path, const std::vector<std::string>& argv,
+                       const Environment& env, SpawnIo io) {
+    MemoryFile out("pipespin-stdout");
+    std::optional<MemoryFile> err;
+    if (io.capture_stderr) err.emplace("pipespin-stderr");
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    if (io.null_stdin)
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    // dup2 onto 1 and 2 clears FD_CLOEXEC there; the originals close at exec.
+    posix_spawn_file_actions_adddup2(&actions, out.fd(), STDOUT_FILENO);
+    if (err) posix_spawn_file_actions_adddup2(&actions, err->fd(), STDERR_FILENO);
 
     std::vector<char*> cargv, cenv;
     for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -254,28 +332,23 @@ Captured spawn_capture(const std::string& path, const std::vector<std::string>& 
     for (const std::string& e : env.entries()) cenv.push_back(const_cast<char*>(e.c_str()));
     cenv.push_back(nullptr);
 
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     pid_t pid = -1;
     int rc = ::posix_spawn(&pid, path.c_str(), &actions, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    if (rc != 0) {
-        ::close(fds[0]);
+    if (rc != 0)
         throw Failure(kExitFailure, fmt::format("cannot run {}: {}", path, std::strerror(rc)));
-    }
 
-    Captured result;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n > 0)
-            result.out.append(buf, static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
+    Measured m;
+    struct rusage ru {};
+    while (::wait4(pid, &m.wait_status, 0, &ru) < 0 && errno == EINTR) {
     }
-    ::close(fds[0]);
-    while (::waitpid(pid, &result.wait_status, 0) < 0 && errno == EINTR) {
-    }
-    return result;
+    m.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    m.cpu_us = to_us(ru.ru_utime) + to_us(ru.ru_stime);
+    m.out = out.contents();
+    if (err) m.err = err->contents();
+    return m;
 }
 
 std::string describe_wait_status(int wait_status) {
@@ -342,6 +415,14 @@ std::uint64_t parse_count(std::string_view command, std::string_view flag, std::
     return v;
 }
 
+std::optional<double> parse_decimal(std::string_view text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+    double v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
 Summary summarize(std::span<const double> samples) {
     if (samples.empty()) return {};
     std::vector<double> v(samples.begin(), samples.end());
@@ -349,6 +430,22 @@ Summary summarize(std::span<const double> samples) {
     const std::size_t n = v.size();
     const double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     return {median, v.front(), v.back()};
+}
+
+std::string shell_quote(std::string_view arg) {
+    constexpr std::string_view kSafe =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-";
+    if (!arg.empty() && arg.find_first_not_of(kSafe) == std::string_view::npos)
+        return std::string(arg);
+    std::string out = "'";
+    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string shell_join(std::span<const std::string> words) {
+    std::vector<std::string> quoted;
+    for (const std::string& w : words) quoted.push_back(shell_quote(w));
+    return fmt::format("{}", fmt::join(quoted, " "));
 }
 
 std::string printable(std::string_view s) {
@@ -409,6 +506,10 @@ std::string wrap(std::string_view text, std::size_t indent, std::size_t width) {
     }
     flush();
     return out;
+}
+
+std::string usage_entry(std::string_view synopsis, std::string_view text) {
+    return std::string(synopsis) + wrap(text, 6);
 }
 
 }  // namespace pipespin::cli

@@ -1,7 +1,7 @@
 // Helpers that several subcommands share: finding libpipespin.so, building
-// the environment a child gets, spawning a child and capturing its stdout,
-// checking whether a program can be preloaded at all, and small text and
-// statistics utilities.
+// the environment a child gets (and the per-arm environments of the
+// benchmarks), spawning a child and measuring it, checking whether a program
+// can be preloaded at all, and small text and statistics utilities.
 //
 // Everything here runs in the CLI process, never inside a host program, so
 // it may allocate, throw (cli::Failure / cli::UsageError) and print.
@@ -68,6 +68,39 @@ private:
     std::vector<std::string> entries_;  // "NAME=value"
 };
 
+// The arms every benchmark compares, in the order they run in each round.
+// An arm without a mode runs with no copy of the shim at all.
+struct ArmKind {
+    std::string_view name;
+    std::optional<Mode> mode;
+};
+inline constexpr ArmKind kArmKinds[] = {
+    {"no shim", std::nullopt},
+    {"off", Mode::Off},
+    {"fixed", Mode::Fixed},
+    {"adaptive", Mode::Adaptive},
+};
+
+// The environment of each arm, from the caller's: PIPESPIN_* variables the
+// user happened to export are dropped and every copy of the shim leaves
+// LD_PRELOAD; the shim arms then put `library` in front and set
+// PIPESPIN_MODE (and PIPESPIN_SPIN_US when given). The user's other preloads
+// stay in every arm, so the shim is the only difference.
+class ArmEnvironments {
+public:
+    ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us);
+    Environment of(const ArmKind& arm) const;
+
+private:
+    std::string library_;
+    std::optional<std::uint32_t> spin_us_;
+    std::string other_preloads_;
+    Environment base_;
+};
+
+// The table entry of an option the tools know exists ("mode", "spin_us").
+const OptionSpec& option_spec(std::string_view name);
+
 struct Captured {
     int wait_status = 0;  // as from waitpid
     std::string out;      // everything the child wrote to stdout
@@ -76,6 +109,26 @@ struct Captured {
 // captured. Throws Failure(kExitFailure) if the child could not be started.
 Captured spawn_capture(const std::string& path, const std::vector<std::string>& argv,
                        const Environment& env);
+
+// What spawn_measure saw of a child.
+struct Measured {
+    int wait_status = 0;  // as from waitpid
+    std::string out;      // the child's stdout
+    std::string err;      // its stderr, when captured
+    double wall_us = 0;   // steady clock from the spawn to the reaping
+    // User + system CPU of the child and of every descendant it waited for
+    // (wait4's rusage): for `sh -c 'a | b'` the shell and both stages.
+    double cpu_us = 0;
+};
+struct SpawnIo {
+    bool null_stdin = false;      // stdin from /dev/null rather than inherited
+    bool capture_stderr = false;  // stderr into Measured::err rather than inherited
+};
+// Runs `path` with argv and env and waits for it. Output goes to memory
+// files, not pipes, so the parent stays asleep while the child runs. Throws
+// Failure(kExitFailure) if the child could not be started.
+Measured spawn_measure(const std::string& path, const std::vector<std::string>& argv,
+                       const Environment& env, SpawnIo io = {});
 // "exited with status 3", "killed by signal 11 (Segmentation fault)".
 std::string describe_wait_status(int wait_status);
 
@@ -99,6 +152,10 @@ std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max);
 
+// A decimal number making up all of `text` but for trailing blanks and
+// newlines (what a bench-worker prints); nullopt for anything else.
+std::optional<double> parse_decimal(std::string_view text);
+
 struct Summary {
     double median = 0, min = 0, max = 0;
 };
@@ -106,11 +163,19 @@ struct Summary {
 // zeros out.
 Summary summarize(std::span<const double> samples);
 
+// `arg` as a POSIX shell word: as is when it is safe, else single-quoted.
+std::string shell_quote(std::string_view arg);
+// The words quoted and joined by spaces, for "the exact command" lines.
+std::string shell_join(std::span<const std::string> words);
+
 // Bounded, printable rendering of user input for messages.
 std::string printable(std::string_view s);
 // A JSON string literal, quotes included.
 std::string json_string(std::string_view s);
 // `text` wrapped at `width` columns, every line indented by `indent` spaces.
 std::string wrap(std::string_view text, std::size_t indent, std::size_t width = 79);
+// One --help entry: the synopsis lines as written, then `text` wrapped below
+// them with an indent of six.
+std::string usage_entry(std::string_view synopsis, std::string_view text);
 
 }  // namespace pipespin::cli

@@ -52,6 +52,7 @@ case_help() {
     done
     expect_in "$work/out" "pipespin run"
     expect_in "$work/out" "pipespin bench pingpong"
+    expect_in "$work/out" "pipespin bench matrix"
     expect_in "$work/out" "off|fixed|adaptive"
     [ ! -s "$work/err" ] || fail "$flag wrote to stderr"
   done
@@ -91,6 +92,13 @@ case_usage_errors() {
   expect_status 2 "$pipespin" bench pingpong --iterations 0
   expect_status 2 "$pipespin" bench pingpong --rounds x
   expect_status 2 "$pipespin" bench pingpong --spin-us -1
+  expect_status 2 "$pipespin" bench matrix --rounds 0
+  expect_status 2 "$pipespin" bench matrix --cases nosuch
+  expect_in "$work/err" "unknown case 'nosuch'"
+  expect_in "$work/err" "seq-wc"
+  expect_status 2 "$pipespin" bench matrix --cases ,
+  expect_status 2 "$pipespin" bench matrix --markdown
+  expect_status 2 "$pipespin" bench matrix --spin-us x
   [ ! -s "$work/out" ] || fail "usage errors wrote to stdout"
 }
 
@@ -204,7 +212,7 @@ case_setuid_warning() {
 }
 
 bench_names() {
-  for name in "no shim" "off" "fixed" "floor"; do expect_in "$work/out" "$name"; done
+  for name in "no shim" "off" "fixed" "adaptive" "floor"; do expect_in "$work/out" "$name"; done
 }
 
 case_bench_pingpong() {
@@ -229,7 +237,7 @@ d = json.load(open(sys.argv[1]))
 assert d["benchmark"] == "pingpong" and d["peers"] == "processes", d
 assert d["iterations"] == 200 and d["rounds"] == 3, d
 names = [c["name"] for c in d["configurations"]]
-assert names == ["no shim", "off", "fixed"], names
+assert names == ["no shim", "off", "fixed", "adaptive"], names
 for c in d["configurations"] + [d["floor"]]:
     assert len(c["samples_us"]) == 3, c
     assert c["min_us"] <= c["median_us"] <= c["max_us"], c
@@ -254,7 +262,7 @@ case_bench_env_hygiene() {
 
 case_bench_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
-  for args in "pingpong 100" "pingpong --threads 100" "floor 100"; do
+  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "sparse 5"; do
     expect_status 0 "$pipespin" bench-worker $args
     grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
     LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
@@ -264,6 +272,103 @@ case_bench_worker() {
   expect_in "$work/err" "not loaded"
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
+}
+
+# bench matrix: structure only. Every case runs with --quick parameters and one
+# round; cases whose tool is missing here are skipped by the matrix itself.
+matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse"
+
+case_bench_matrix() {
+  expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --spin-us 20 \
+    --markdown "$work/m.md" --json "$work/m.json" --plot "$work/m.png"
+  [ ! -s "$work/out" ] || fail "--markdown FILE also wrote to stdout"
+  md=$work/m.md
+  expect_in "$md" "## pipespin bench matrix"
+  expect_in "$md" "Command: \`pipespin bench matrix --quick --rounds 1 --spin-us 20 --markdown"
+  expect_in "$md" "spin_us 20"
+  expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op |"
+  expect_in "$md" "Acceptance"
+  expect_in "$md" "| check | value | threshold | result |"
+  # One row per arm of each case that ran, and a note for each that did not.
+  for c in $matrix_cases; do
+    if grep -qF "skipping $c:" "$md"; then
+      expect_in "$work/err" "skipping $c:"
+      continue
+    fi
+    for arm in "no shim" off fixed adaptive; do expect_in "$md" "| $c | $arm | "; done
+  done
+  # The cases that need only coreutils and pipespin always run.
+  for c in dd-cat seq-wc sparse; do expect_in "$md" "| $c | adaptive | "; done
+  expect_in "$md" "(consumer)"
+  # Progress: one line per run on stderr.
+  [ "$(grep -c '^\[ *[0-9]*/[0-9]*\] round 1/1 ' "$work/err")" -eq \
+    $(( $(grep -c '^| [a-z0-9-]* | adaptive | ' "$md") * 4 )) ] || { cat "$work/err" >&2; fail "progress lines"; }
+  if command -v gnuplot >/dev/null; then
+    [ -s "$work/m.png" ] || fail "no PNG"
+    [ "$(head -c 8 "$work/m.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
+  else
+    expect_in "$work/err" "gnuplot-nox"
+  fi
+  command -v python3 >/dev/null || return 0
+  python3 - "$work/m.json" <<'EOF2' || fail "bad JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["benchmark"] == "matrix" and d["rounds"] == 1 and d["quick"] is True, d
+assert d["spin_us"] == 20, d
+ids = [c["id"] for c in d["cases"]]
+assert {"dd-cat", "seq-wc", "sparse"} <= set(ids), ids
+for c in d["cases"]:
+    assert [a["name"] for a in c["arms"]] == ["no shim", "off", "fixed", "adaptive"], c
+    assert c["ops"] > 0, c
+    for a in c["arms"]:
+        assert len(a["wall_us"]) == 1 and len(a["cpu_us"]) == 1, a
+        assert a["median_wall_us"] > 0 and a["cpu_us_per_op"] >= 0, a
+assert any(c["check"].startswith("`sparse`") for c in d["acceptance"]), d["acceptance"]
+EOF2
+}
+
+# A PATH with only what the pipelines need: perf, hackbench and gnuplot are
+# reported missing, with their Debian packages, and nothing is installed.
+case_bench_matrix_missing() {
+  mkdir "$work/bin"
+  for t in sh dd cat seq wc; do
+    p=$(type -P "$t") || skip "$t is not installed"
+    ln -s "$p" "$work/bin/$t"
+  done
+  PATH="$work/bin" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 \
+    --cases perf-pipe,hackbench-g1,seq-wc --plot "$work/m.png"
+  expect_in "$work/err" "skipping perf-pipe: perf is not installed (Debian package: linux-perf)"
+  expect_in "$work/err" "skipping hackbench-g1: hackbench is not installed (Debian package: rt-tests)"
+  expect_in "$work/err" "no chart: gnuplot is not installed (Debian package: gnuplot-nox)"
+  expect_in "$work/out" "skipping perf-pipe"
+  expect_in "$work/out" "| seq-wc | adaptive | "
+  expect_in "$work/out" "| \`perf-pipe\`: adaptive speed-up / fixed speed-up (wall) | not run |"
+  [ ! -e "$work/m.png" ] || fail "a chart without gnuplot"
+  # Nothing that can run: 125, as for any other set-up problem.
+  PATH="$work/bin" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 \
+    --cases perf-pipe,hackbench-stream
+  expect_in "$work/err" "none of the chosen cases can run"
+  expect_in "$work/err" "linux-perf"
+}
+
+# Debian's perf wrapper without a perf for the running kernel: the matrix
+# uses the newest perf_* beside it and says so.
+case_bench_matrix_perf_wrapper() {
+  real=$(type -P perf) || skip "perf is not installed"
+  "$real" version >/dev/null 2>&1 || skip "perf does not run here"
+  mkdir "$work/bin"
+  printf '#!/bin/sh\necho "WARNING: perf not found for kernel 0.0" >&2\nexit 2\n' >"$work/bin/perf"
+  printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/bin/perf_5.10"
+  printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/bin/perf_5.9"
+  chmod 755 "$work/bin/perf" "$work/bin/perf_5.10" "$work/bin/perf_5.9"
+  PATH="$work/bin:$PATH" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases perf-pipe
+  expect_in "$work/err" "finds no perf for kernel"
+  expect_in "$work/err" "using $work/bin/perf_5.10"
+  expect_in "$work/out" "| perf-pipe | adaptive | "
+  # Only the wrapper: the case is skipped, naming the package.
+  rm "$work/bin/perf_5.10" "$work/bin/perf_5.9"
+  PATH="$work/bin:$PATH" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 --cases perf-pipe
+  expect_in "$work/err" "linux-perf"
 }
 
 declare -F "case_$case_name" >/dev/null || fail "no such case"

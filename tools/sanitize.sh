@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Sanitizer runs: builds pipespin twice, with -fsanitize=address,undefined
+# and with -fsanitize=thread, each in its own build directory, and in each:
+#
+#   1. runs the unit tests (ctest -L unit): the core, instrumented;
+#   2. builds the reliability stress helper (tests/reliability/stress.cpp)
+#      with the same sanitizer and runs it for a few seconds (N threads x M
+#      pipes, a signal every 100 µs) three times: without the shim, and with
+#      the sanitized libpipespin.so preloaded in fixed mode (1 s budget) and
+#      in adaptive mode.
+#
+# Preloading: a sanitized shared library cannot be preloaded into an
+# unsanitized program (ASan insists on being first in the initial library
+# list; TSan must see every thread and synchronisation from the start). So
+# the program is built with the sanitizer too, and the runtime is named
+# first in LD_PRELOAD, before the shim:
+#   LD_PRELOAD="$(gcc -print-file-name=libasan.so):build/lib/libpipespin.so"
+# The runtime's interceptors (read, write, poll, sigaction, ...) then call
+# the shim's, which call libc's. The run also checks that the shim really
+# was there (its exit report, with spins in fixed mode).
+#
+# Any sanitizer report fails the run (halt_on_error, and the logs are
+# searched for reports as well); the script exits nonzero on any failure.
+# It takes a few minutes on 2 cores, most of it compiling.
+#
+#   tools/sanitize.sh [asan|tsan]...     (default: both)
+#
+# Environment: PIPESPIN_SANITIZE_DIR (default build-sanitize) holds the
+# build directories and logs; STRESS_SECONDS (default 3).
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${PIPESPIN_SANITIZE_DIR:-$here/build-sanitize}
+seconds=${STRESS_SECONDS:-3}
+jobs=$(nproc)
+kinds=("$@")
+[[ ${#kinds[@]} -gt 0 ]] || kinds=(asan tsan)
+
+failures=0
+fail() { echo "sanitize.sh: FAIL: $*" >&2; failures=$((failures + 1)); }
+note() { echo "sanitize.sh: $*"; }
+
+# Sanitizer reports, whatever the exit status says.
+has_report() {
+  grep -qE '^(==[0-9]+==ERROR: (Address|Leak|Undefined)Sanitizer|.*runtime error: |WARNING: ThreadSanitizer|ThreadSanitizer: |SUMMARY: (Address|Undefined|Thread)Sanitizer)' "$1"
+}
+
+run_kind() {
+  local kind=$1 flags runtime opts_var opts
+  case "$kind" in
+    asan)
+      # vptr needs RTTI, which the shim is built without.
+      flags="-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
+      runtime=$(gcc -print-file-name=libasan.so)
+      opts_var=ASAN_OPTIONS
+      opts="halt_on_error=1:detect_leaks=1:abort_on_error=0:exitcode=66"
+      export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+      ;;
+    tsan)
+      flags="-fsanitize=thread -fno-omit-frame-pointer -g -O1"
+      runtime=$(gcc -print-file-name=libtsan.so)
+      opts_var=TSAN_OPTIONS
+      opts="halt_on_error=1:exitcode=66:second_deadlock_stack=1"
+      ;;
+    *) echo "sanitize.sh: unknown kind '$kind' (asan or tsan)" >&2; return 2 ;;
+  esac
+  [[ -f $runtime ]] || { fail "$kind: no sanitizer runtime ($runtime): install the gcc sanitizer libraries"; return; }
+  local dir=$out/$kind logs=$out/$kind/logs
+  mkdir -p "$logs"
+  note "$kind: configuring and building in $dir ($flags)"
+  if ! cmake -S "$here" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPIPESPIN_WERROR=OFF \
+      -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+      -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" >"$logs/configure.log" 2>&1; then
+    fail "$kind: cmake configure failed (see $logs/configure.log)"; return
+  fi
+  if ! cmake --build "$dir" -j"$jobs" --target pipespin pipespin_log unit_tests >"$logs/build.log" 2>&1; then
+    tail -30 "$logs/build.log" >&2
+    fail "$kind: build failed (see $logs/build.log)"; return
+  fi
+
+  note "$kind: unit tests"
+  if ! (cd "$dir" && env "$opts_var=$opts" ctest -L unit --output-on-failure -j"$jobs") >"$logs/unit.log" 2>&1; then
+    tail -40 "$logs/unit.log" >&2
+    fail "$kind: unit tests failed (see $logs/unit.log)"
+  elif has_report "$logs/unit.log"; then
+    fail "$kind: sanitizer report in the unit tests (see $logs/unit.log)"
+  else
+    note "$kind: unit tests passed ($(grep -Eo '[0-9]+ tests? passed|tests passed, [0-9]+ tests failed out of [0-9]+' "$logs/unit.log" | tail -1))"
+  fi
+
+  note "$kind: building the stress helper"
+  local stress=$dir/rel_stress
+  # shellcheck disable=SC2086
+  if ! g++ -std=c++20 $flags -pthread -I"$here/tests/reliability" "$here/tests/reliability/stress.cpp" \
+      -o "$stress" >"$logs/stress-build.log" 2>&1; then
+    cat "$logs/stress-build.log" >&2
+    fail "$kind: cannot build the stress helper"; return
+  fi
+  local lib=$dir/lib/libpipespin.so config log status
+  for config in noshim fixed adaptive; do
+    log=$logs/stress-$config.log
+    local env_args=(env -u LD_PRELOAD "$opts_var=$opts" REL_CONFIG="$config")
+    case "$config" in
+      noshim) ;;
+      fixed) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 "LD_PRELOAD=$runtime:$lib") ;;
+      adaptive) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000 "LD_PRELOAD=$runtime:$lib") ;;
+    esac
+    note "$kind: stress, $config, ${seconds} s"
+    timeout 300 "${env_args[@]}" "$stress" "$seconds" >"$log" 2>&1
+    status=$?
+    if [[ $status -ne 0 ]]; then
+      tail -60 "$log" >&2
+      fail "$kind: stress $config exited with status $status (see $log)"
+    elif has_report "$log"; then
+      fail "$kind: sanitizer report in stress $config (see $log)"
+    elif [[ $config != noshim ]] && ! grep -qE '^pipespin: info: exit pid=[0-9]+ read: ' "$log"; then
+      fail "$kind: stress $config: no exit report, the shim was not loaded (see $log)"
+    elif [[ $config == fixed ]] && grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=0 ' "$log"; then
+      fail "$kind: stress fixed: the shim never spun (see $log)"
+    else
+      note "$kind: stress $config passed: $(grep -E '^ok:' "$log" | head -1)"
+      grep -E '^pipespin: info: exit' "$log" | sed "s/^/sanitize.sh:   /"
+    fi
+  done
+}
+
+start=$SECONDS
+for kind in "${kinds[@]}"; do run_kind "$kind"; done
+note "done in $((SECONDS - start)) s; logs in $out/*/logs"
+if [[ $failures -ne 0 ]]; then
+  echo "sanitize.sh: $failures failure(s)" >&2
+  exit 1
+fi
+note "no sanitizer reports"
