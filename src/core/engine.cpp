@@ -136,7 +136,7 @@ SpinEnd spin(std::uint32_t epoch, std::uint64_t budget_ns, std::uint64_t& spent_
 // Is any CPU free for the peer? Looks at the number of runnable tasks in
 // /proc/loadavg (it counts us) against the CPUs we may use, at most every
 // kLoadPeriodNs per process, from a thread that is about to spin anyway.
-constexpr std::uint64_t kLoadPeriodNs = 2'000'000;
+constexpr std::uint64_t kLoadPeriodNs = 5'000'000;
 
 long parse_running(const char* buf, long n) noexcept {
     // "0.10 0.20 0.30 3/120 4567": the field before the '/'.
@@ -231,7 +231,10 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
         case Look::Pending: break;
     }
     // The fd would block now.
-    if (!cpu_free_for_peer()) return plan;
+    if (!cpu_free_for_peer()) {
+        SpinPolicy::on_no_cpu(st.policy);
+        return plan;
+    }
     std::uint64_t spent = 0;
     SpinEnd end = spin(epoch, budget, spent, look, fd);
     if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
@@ -300,7 +303,11 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     std::uint64_t budget = budget_for(*st);
     if (timeout_ms > 0)
         budget = std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
-    if (budget == 0 || !cpu_free_for_peer()) return plan;
+    if (budget == 0) return plan;
+    if (!cpu_free_for_peer()) {
+        SpinPolicy::on_no_cpu(st->policy);
+        return plan;
+    }
 
     st->waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;

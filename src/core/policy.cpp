@@ -124,6 +124,10 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
 }
 
+void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {
+    s.long_waits.store(kLongWaitLimit, kRelaxed);
+}
+
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                          const WaitObservation& o) noexcept {
     if (p.mode != Mode::Adaptive || !o.spun || o.spin_hit) return;

@@ -89,6 +89,10 @@ public:
     using NowFn = std::uint64_t (*)() noexcept;
     static void on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                         NowFn now) noexcept;
+    // A wait could not spin because no CPU is free for the peer: do not
+    // spin (nor look at the run queue again) on this fd for the rest of the
+    // epoch.
+    static void on_no_cpu(PolicyState& s) noexcept;
     // A wait finished (after the real call returned).
     static void on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                         const WaitObservation& o) noexcept;

@@ -208,3 +208,13 @@ TEST_CASE("a budget follows the learnt wake-up cost", "[policy]") {
     CHECK(b >= 5 * kUs);
     CHECK(b < 20 * kUs);
 }
+
+TEST_CASE("a wait that found no CPU free stops spinning on that fd for the epoch", "[policy]") {
+    Sim sim;
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) > 0);
+    SpinPolicy::on_no_cpu(sim.s);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
+    // The next measuring epoch asks again.
+    sim.run(3 * SpinPolicy::kEpochCalls, kShort);
+    CHECK(sim.run(SpinPolicy::kEpochCalls * (SpinPolicy::kExploitMax + 3), kShort) > 0);
+}
