@@ -177,7 +177,7 @@ void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noex
     st.spins.fetch_add(1, std::memory_order_relaxed);
     st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
     if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
-    plan.waited = true;
+    plan.obs.spun = true;
     plan.obs.spin_hit = hit;
     plan.obs.spin_ns = spent;
     plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
@@ -332,7 +332,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
 void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
-    if (plan.waited) {
+    if (plan.obs.spun) {
         if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
         SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
     }

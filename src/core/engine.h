@@ -23,12 +23,11 @@ namespace pipespin {
 struct Plan {
     enum class Action : std::uint8_t { Call, Done, Interrupted };
     Action action = Action::Call;
-    bool waited = false;         // a spin ran: after_call() learns from the wait
     bool per_call = false;       // poll: progress is counted in calls, not bytes
     int timeout_ms = 0;          // poll: what remains of the caller's timeout
     long result = 0;             // Done: >= 0, or -errno
     DirState* dir = nullptr;     // a tracked pipe: after_call() counts the call
-    WaitObservation obs;
+    WaitObservation obs;         // obs.spun: a spin ran, after_call() learns from it
     std::uint64_t t_call = 0;    // when the real call was let go
 };
 

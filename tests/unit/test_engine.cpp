@@ -1,0 +1,92 @@
+// The engine against real, deterministic pipes: no peer, no timing.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+
+using namespace pipespin;
+
+namespace {
+
+struct PipeFixture {
+    int fds[2] = {-1, -1};
+    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1) {
+        Options o;
+        o.mode_v = static_cast<std::uint32_t>(mode);
+        o.spin_us = spin_us;
+        // Many CPUs: the run-queue gate never closes, whatever else runs here.
+        configure(o, 4096);
+        REQUIRE(::pipe(fds) == 0);
+        fd_table().set_pipe(fds[0], fds[1]);
+    }
+    ~PipeFixture() {
+        for (int fd : fds) {
+            ::close(fd);
+            fd_table().forget(fd);
+        }
+    }
+    DirState& reader() { return fd_table().slot(fds[0])->dir[0]; }
+};
+
+}  // namespace
+
+TEST_CASE("engine: data already there is the answer, without a spin", "[engine]") {
+    PipeFixture p(Mode::Fixed);
+    REQUIRE(::write(p.fds[1], "abc", 3) == 3);
+    char buf[8] = {};
+    Plan plan = before_read(p.fds[0], buf, sizeof buf);
+    CHECK(plan.action == Plan::Action::Done);
+    CHECK(plan.result == 3);
+    CHECK(std::string(buf, 3) == "abc");
+    CHECK_FALSE(plan.obs.spun);
+}
+
+TEST_CASE("engine: an empty pipe spins its budget, then lets the real call go", "[engine]") {
+    PipeFixture p(Mode::Fixed, 1);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.obs.spun);  // after_call() must learn from this wait
+    CHECK_FALSE(plan.obs.spin_hit);
+    CHECK(plan.obs.budget_ns == 1000);
+    CHECK(plan.dir == &p.reader());
+    CHECK(p.reader().spins.load() >= 1);
+    after_call(plan, -EAGAIN);
+}
+
+TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {
+    PipeFixture p(Mode::Fixed, 1000000);  // a 1 s budget would be noticed
+    REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
+    const auto waits = p.reader().waits.load();  // counters are per slot, cumulative
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK_FALSE(plan.obs.spun);
+    CHECK(p.reader().waits.load() == waits);
+}
+
+TEST_CASE("engine: off mode neither looks nor spins, but counts the call", "[engine]") {
+    PipeFixture p(Mode::Off);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK_FALSE(plan.obs.spun);
+    CHECK(plan.dir == &p.reader());
+}
+
+TEST_CASE("engine: adaptive learns from a spun wait that outlasted its budget", "[engine]") {
+    PipeFixture p(Mode::Adaptive, 1);
+    for (int i = 0; i < SpinPolicy::kLongWaitLimit; ++i) {
+        char c;
+        Plan plan = before_read(p.fds[0], &c, 1);
+        REQUIRE(plan.obs.spun);
+        plan.t_call -= 1'000'000;  // as if the real read then slept 1 ms
+        after_call(plan, 1);
+    }
+    CHECK(p.reader().policy.long_waits.load() == SpinPolicy::kLongWaitLimit);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);  // no more spinning this epoch
+    CHECK_FALSE(plan.obs.spun);
+}
