@@ -30,7 +30,7 @@ run_case() {  # name unit N
     printf "| %s | %.1f %s | %.1f %s | %+.1f %s | %+.2f%% |\n", n, p, u, s, u, s - p, u, (s - p) / p * 100 }'
 }
 
-echo "| case | no shim (median) | shim, fixed (median) | added | added % |"
+echo "| case | no shim (median) | shim, default mode (median) | added | added % |"
 echo "|---|---|---|---|---|"
 run_case file "ns/read" 200000
 run_case pipe "ns/write+read" 100000
