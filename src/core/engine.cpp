@@ -11,21 +11,17 @@
 namespace pipespin {
 
 thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
-thread_local std::uint64_t t_signals_seen [[gnu::tls_model("initial-exec")]] = 0;
+thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]] = 0;
 
-bool all_restart(std::uint64_t mask) noexcept {
-    for (int sig = 1; mask != 0; ++sig, mask >>= 1) {
-        if (!(mask & 1)) continue;
-        struct {
-            void* handler;
-            unsigned long flags;
-            void* restorer;
-            std::uint64_t mask;
-        } k{};
-        if (sys::raw(SYS_rt_sigaction, sig, 0, reinterpret_cast<long>(&k), 8) < 0) return false;
-        if (!(k.flags & SA_RESTART)) return false;
-    }
-    return true;
+bool restarts(int sig) noexcept {
+    struct {
+        void* handler;
+        unsigned long flags;
+        void* restorer;
+        std::uint64_t mask;
+    } k{};
+    if (sys::raw(SYS_rt_sigaction, sig, 0, reinterpret_cast<long>(&k), 8) < 0) return false;
+    return (k.flags & SA_RESTART) != 0;
 }
 
 namespace {
@@ -104,11 +100,11 @@ struct Looker {
 // handler runs on this thread (the blocking call would have been interrupted).
 // With check_fd >= 0 it also stops when that fd turns out to be in
 // non-blocking mode: the program must get its EAGAIN, not a spin.
-// `epoch` is t_signal_epoch as it was before the first look at the fd, so
-// that a handler that ran during that look counts too.
+// `mark` holds the signal epochs as they were before the first look at the
+// fd, so that a handler that ran during that look counts too.
 template <class Step>
-SpinEnd spin(std::uint32_t epoch, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             int check_fd = -1) noexcept {
+SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
+             int check_fd = -1) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     for (unsigned i = 1;; ++i) {
@@ -128,7 +124,10 @@ SpinEnd spin(std::uint32_t epoch, std::uint64_t budget_ns, std::uint64_t& spent_
         spent_ns = now - start;
         if (look == Look::Answer) return SpinEnd::Answer;
         if (look == Look::Ready) return SpinEnd::Ready;
-        if (t_signal_epoch != epoch) return SpinEnd::Interrupted;
+        if (mark.handler_ran()) return SpinEnd::Interrupted;
+        // Deferred cancellation: the blocking call would be a cancellation
+        // point, so the spin is one too (no-op unless a cancel is pending).
+        sys::test_cancel();
         if (now >= deadline) return SpinEnd::Exhausted;
     }
 }
@@ -205,7 +204,7 @@ bool cpu_free_for_peer() noexcept {
 
 // Shared by read and write: one look; if the fd would block and is in
 // blocking mode, spin within the policy's budget.
-Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
+Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     if (n == 0) return {};
     FdInfo info = g_table.lookup(fd, classify_fd);
     if (!info.can(dir)) return {};
@@ -223,8 +222,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
     const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
     Looker look{fd, reading ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
-    const std::uint32_t epoch = t_signal_epoch;
-    t_signals_seen = 0;
+    const SignalMark mark;
     switch (look(0)) {
         case Look::Answer: return done(&st, look.result);
         case Look::Ready: return plan;
@@ -236,11 +234,11 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) noexcept {
         return plan;
     }
     std::uint64_t spent = 0;
-    SpinEnd end = spin(epoch, budget, spent, look, fd);
+    SpinEnd end = spin(mark, budget, spent, look, fd);
     if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
-    if (end == SpinEnd::Interrupted && all_restart(t_signals_seen)) end = SpinEnd::Exhausted;
+    if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
     count_spin(st, plan, end, spent);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
@@ -262,22 +260,22 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.probe = o.probe();
 }
 
-Plan before_read(int fd, void* buf, std::size_t n) noexcept {
+Plan before_read(int fd, void* buf, std::size_t n) {
     return wait_io(fd, Dir::Read, buf, n);
 }
 
-Plan before_write(int fd, const void* buf, std::size_t n) noexcept {
+Plan before_write(int fd, const void* buf, std::size_t n) {
     return wait_io(fd, Dir::Write, const_cast<void*>(buf), n);
 }
 
-Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
+Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
     if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off) return plan;
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.
-    const std::uint32_t epoch = t_signal_epoch;
+    const SignalMark mark;
     long r = sys::poll0(fds, nfds);
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) {
@@ -312,7 +310,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept {
     st->waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     std::uint64_t spent = 0;
-    SpinEnd end = spin(epoch, budget, spent, [&](unsigned) {
+    SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
         ready = sys::poll0(fds, nfds);
         if (ready == -EINTR) return Look::Pending;  // the signal check below decides
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;

@@ -7,7 +7,9 @@
 // be called; if Interrupted, a signal handler ran during the spin and the
 // caller fails with EINTR as the blocking call would have; otherwise call the
 // real function, then after_call(). Everything here is async-signal-safe,
-// lock-free and allocation-free, and leaves errno alone.
+// lock-free and allocation-free, and leaves errno alone. The before_*()
+// calls are not noexcept: a spin is a cancellation point, as the blocking
+// call it stands in for, and a pending cancellation unwinds out of it.
 #pragma once
 
 #include <cstddef>
@@ -48,10 +50,10 @@ FdTable& fd_table() noexcept;
 // Applies resolved options (at start-up; later on live retune).
 void configure(const Options& o, int usable_cpus) noexcept;
 
-Plan before_read(int fd, void* buf, std::size_t n) noexcept;
-Plan before_write(int fd, const void* buf, std::size_t n) noexcept;
+Plan before_read(int fd, void* buf, std::size_t n);
+Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
-Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) noexcept;
+Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
 

@@ -40,7 +40,7 @@ int bsd_flags(int sig) {
 
 void trampoline(int sig, siginfo_t* info, void* uctx) {
     const int saved = errno;
-    note_signal(sig);
+    note_signal(sig);  // raw syscalls only: errno is untouched, restored anyway
     errno = saved;
     if (sig <= 0 || sig >= kMaxSig) return;
     UserHandler& u = g_user[sig];

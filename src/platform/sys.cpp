@@ -1,6 +1,7 @@
 #include "platform/sys.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -68,6 +69,8 @@ long read(int fd, void* buf, std::size_t n) noexcept {
 long write(int fd, const void* buf, std::size_t n) noexcept {
     return raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
+
+void test_cancel() { ::pthread_testcancel(); }
 
 long sched_yield() noexcept { return raw(SYS_sched_yield); }
 

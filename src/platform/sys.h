@@ -88,6 +88,10 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+// pthread_testcancel(): acts on a pending deferred cancellation (unwinds
+// this thread), else returns at once.
+void test_cancel();
+
 // CPUs this thread may run on (sched_getaffinity), at least 1.
 int usable_cpus() noexcept;
 
