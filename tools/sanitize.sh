@@ -4,24 +4,35 @@
 #
 #   1. runs the unit tests (ctest -L unit): the core, instrumented;
 #   2. builds the reliability stress helper (tests/reliability/stress.cpp)
-#      with the same sanitizer and runs it for a few seconds (N threads x M
-#      pipes, a signal every 100 µs) three times: without the shim, and with
-#      the sanitized libpipespin.so preloaded in fixed mode (1 s budget) and
-#      in adaptive mode.
+#      with the same sanitizer and runs it for a few seconds (4 pipes, a
+#      writer and a reader thread on each, a signal every 100 µs) four
+#      times: without the shim; with the sanitized shim in fixed mode (1 s
+#      budget); in adaptive mode; and in adaptive mode with 1 pipe (with 8
+#      busy threads on a small machine the adaptive run-queue gate stops all
+#      spinning; with 2 it may spin, if the machine is otherwise quiet).
 #
-# Preloading: a sanitized shared library cannot be preloaded into an
-# unsanitized program (ASan insists on being first in the initial library
-# list; TSan must see every thread and synchronisation from the start). So
-# the program is built with the sanitizer too, and the runtime is named
-# first in LD_PRELOAD, before the shim:
-#   LD_PRELOAD="$(gcc -print-file-name=libasan.so):build/lib/libpipespin.so"
-# The runtime's interceptors (read, write, poll, sigaction, ...) then call
-# the shim's, which call libc's. The run also checks that the shim really
-# was there (its exit report, with spins in fixed mode).
+# How the shim meets the sanitizer:
+#   asan  by LD_PRELOAD, as users run it. A sanitized shared library cannot
+#         be preloaded into an unsanitized program (ASan must come first in
+#         the initial library list), so the stress helper is built with the
+#         sanitizer too and the runtime is named first:
+#           LD_PRELOAD="$(gcc -print-file-name=libasan.so):$dir/lib/libpipespin.so"
+#         ASan's interceptors (read, write, poll, sigaction, ...) call the
+#         shim's, which call libc's.
+#   tsan  linked in. Preloaded after libtsan, the instrumented shim is
+#         called by TSan's own initialisation (its sigaction goes to the next
+#         definition, the shim's) before TSan can run instrumented code, and
+#         crashes in __tsan_func_entry. So the shim's sources (the same lists
+#         as the pipespin and pipespin_core targets in CMakeLists.txt) are
+#         compiled with the sanitizer into the stress executable itself: its
+#         read, write, poll, sigaction... are the shim's wrappers, whose
+#         dlsym(RTLD_NEXT) finds TSan's interceptors, then libc.
+# Either way the run checks that the shim really was there (its exit report,
+# with spins in fixed mode).
 #
 # Any sanitizer report fails the run (halt_on_error, and the logs are
 # searched for reports as well); the script exits nonzero on any failure.
-# It takes a few minutes on 2 cores, most of it compiling.
+# It takes about 5 minutes on 2 cores, most of it compiling.
 #
 #   tools/sanitize.sh [asan|tsan]...     (default: both)
 #
@@ -42,6 +53,16 @@ note() { echo "sanitize.sh: $*"; }
 # Sanitizer reports, whatever the exit status says.
 has_report() {
   grep -qE '^(==[0-9]+==ERROR: (Address|Leak|Undefined)Sanitizer|.*runtime error: |WARNING: ThreadSanitizer|ThreadSanitizer: |SUMMARY: (Address|Undefined|Thread)Sanitizer)' "$1"
+}
+
+# The flags CMakeLists.txt gives everything in libpipespin.so.
+SHIM_FLAGS="-fno-exceptions -fno-rtti -fasynchronous-unwind-tables -U_FORTIFY_SOURCE"
+
+# The sources of the pipespin and pipespin_core targets, from CMakeLists.txt.
+shim_sources() {
+  awk '/^add_library\((pipespin_core STATIC|pipespin SHARED)/ { on = 1; next }
+       on { for (i = 1; i <= NF; ++i) { f = $i; sub(/\)$/, "", f); if (f ~ /\.cpp$/) print f }
+            if ($0 ~ /\)/) on = 0 }' "$here/CMakeLists.txt"
 }
 
 run_kind() {
@@ -88,24 +109,49 @@ run_kind() {
   fi
 
   note "$kind: building the stress helper"
-  local stress=$dir/rel_stress
+  local stress=$dir/rel_stress shimmed
   # shellcheck disable=SC2086
   if ! g++ -std=c++20 $flags -pthread -I"$here/tests/reliability" "$here/tests/reliability/stress.cpp" \
       -o "$stress" >"$logs/stress-build.log" 2>&1; then
     cat "$logs/stress-build.log" >&2
     fail "$kind: cannot build the stress helper"; return
   fi
-  local lib=$dir/lib/libpipespin.so config log status
-  for config in noshim fixed adaptive; do
+  local preload=()
+  if [[ $kind == asan ]]; then
+    shimmed=$stress
+    preload=("LD_PRELOAD=$runtime:$dir/lib/libpipespin.so")
+  else
+    shimmed=$dir/rel_stress_linked
+    local srcs objs=() src obj
+    srcs=$(shim_sources)
+    [[ -n $srcs ]] || { fail "$kind: cannot find the shim's sources in CMakeLists.txt"; return; }
+    mkdir -p "$dir/linked"
+    for src in $srcs; do
+      obj=$dir/linked/$(basename "$src" .cpp).o
+      # shellcheck disable=SC2086
+      g++ -std=c++20 $flags $SHIM_FLAGS -I"$here/src" -I"$here/include" -c "$here/$src" -o "$obj" \
+        >>"$logs/stress-build.log" 2>&1 || { cat "$logs/stress-build.log" >&2; fail "$kind: cannot compile $src"; return; }
+      objs+=("$obj")
+    done
+    # shellcheck disable=SC2086
+    if ! g++ -std=c++20 $flags -pthread -I"$here/tests/reliability" "$here/tests/reliability/stress.cpp" \
+        "${objs[@]}" -ldl -o "$shimmed" >>"$logs/stress-build.log" 2>&1; then
+      cat "$logs/stress-build.log" >&2
+      fail "$kind: cannot link the shim into the stress helper"; return
+    fi
+  fi
+  local config log status
+  for config in noshim fixed adaptive adaptive-1pipe; do
     log=$logs/stress-$config.log
-    local env_args=(env -u LD_PRELOAD "$opts_var=$opts" REL_CONFIG="$config")
+    local env_args=(env -u LD_PRELOAD "$opts_var=$opts" REL_CONFIG="$config") prog=$shimmed pipes=4
     case "$config" in
-      noshim) ;;
-      fixed) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 "LD_PRELOAD=$runtime:$lib") ;;
-      adaptive) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000 "LD_PRELOAD=$runtime:$lib") ;;
+      noshim) prog=$stress ;;
+      fixed) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 "${preload[@]}") ;;
+      adaptive*) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000 "${preload[@]}") ;;
     esac
+    [[ $config == adaptive-1pipe ]] && pipes=1
     note "$kind: stress, $config, ${seconds} s"
-    timeout 300 "${env_args[@]}" "$stress" "$seconds" >"$log" 2>&1
+    timeout 300 "${env_args[@]}" "$prog" "$seconds" "$pipes" >"$log" 2>&1
     status=$?
     if [[ $status -ne 0 ]]; then
       tail -60 "$log" >&2
@@ -113,7 +159,7 @@ run_kind() {
     elif has_report "$log"; then
       fail "$kind: sanitizer report in stress $config (see $log)"
     elif [[ $config != noshim ]] && ! grep -qE '^pipespin: info: exit pid=[0-9]+ read: ' "$log"; then
-      fail "$kind: stress $config: no exit report, the shim was not loaded (see $log)"
+      fail "$kind: stress $config: no exit report, the shim was not there (see $log)"
     elif [[ $config == fixed ]] && grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=0 ' "$log"; then
       fail "$kind: stress fixed: the shim never spun (see $log)"
     else

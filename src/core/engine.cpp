@@ -62,13 +62,27 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
+// The file a read or write began on. A spin probes the fd *number*; if
+// another thread dup2()s or closes that number meanwhile, the next probe
+// would read or write the new file, where the blocking call would have
+// kept waiting on the pipe it began on. So, a couple of looks into a spin
+// (as late as the kernel could have entered the call), the spin takes its
+// own reference to the file (a CLOEXEC dup) and looks, and lets the real
+// call go, through that: the same open file description, so the same data,
+// offset and flags.
+struct Hold {
+    int fd;         // the program's fd
+    int held = -1;  // our reference, once taken
+    int look_fd() const noexcept { return held >= 0 ? held : fd; }
+};
+
 // How one read or write looks at its fd. With the nowait probe the look is
 // a non-blocking attempt of the very call the program made (preadv2 or
 // pwritev2 with RWF_NOWAIT): when it succeeds it is the answer, so a hit
 // costs no extra syscall. Where the kernel refuses RWF_NOWAIT (kernels
 // before 6.4, FIFOs opened by path, spliced pipes) the fd falls back to poll.
 struct Looker {
-    int fd;
+    Hold& hold;
     short events;
     Probe probe;
     bool nowait;
@@ -79,8 +93,8 @@ struct Looker {
 
     Look operator()(unsigned iteration) noexcept {
         if (nowait) {
-            long r = events == sys::kPollIn ? sys::read_nowait(fd, buf, n)
-                                            : sys::write_nowait(fd, buf, n);
+            long r = events == sys::kPollIn ? sys::read_nowait(hold.look_fd(), buf, n)
+                                            : sys::write_nowait(hold.look_fd(), buf, n);
             // EPIPE: the kernel already raised SIGPIPE; the program must see
             // this very result, not a second write.
             if (r >= 0 || r == -EPIPE) {
@@ -92,32 +106,36 @@ struct Looker {
             g_table.set_no_nowait(info);
             nowait = false;
         }
-        return probe_fd(fd, events, probe, iteration);
+        return probe_fd(hold.look_fd(), events, probe, iteration);
     }
 };
 
 // Spins until the look reports progress, the budget runs out, or a signal
 // handler runs on this thread (the blocking call would have been interrupted).
-// With check_fd >= 0 it also stops when that fd turns out to be in
-// non-blocking mode: the program must get its EAGAIN, not a spin.
+// With a Hold it also stops when the fd turns out to be in non-blocking mode
+// (the program must get its EAGAIN, not a spin) and takes the reference.
 // `mark` holds the signal epochs as they were before the first look at the
 // fd, so that a handler that ran during that look counts too.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             int check_fd = -1) {
+             Hold* hold = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     for (unsigned i = 1;; ++i) {
         sys::cpu_relax();
-        if (i == kNonBlockCheckAt && check_fd >= 0) {
+        if (i == kNonBlockCheckAt && hold != nullptr) {
             // O_NONBLOCK is read from the kernel each time, never cached: a
             // dup, fcntl, FIONBIO or another process sharing the file
             // description may have changed it.
-            long fl = sys::getfl(check_fd);
-            if (fl < 0 || (fl & O_NONBLOCK)) {
+            long fl = sys::getfl(hold->fd);
+            long held = fl < 0 || (fl & O_NONBLOCK)
+                            ? -1
+                            : sys::raw(SYS_fcntl, hold->fd, F_DUPFD_CLOEXEC, 0);
+            if (held < 0) {  // non-blocking, or no fd to spare: no spin
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
             }
+            hold->held = static_cast<int>(held);
         }
         Look look = step(i);
         std::uint64_t now = sys::now_ns();
@@ -127,7 +145,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         if (mark.handler_ran()) return SpinEnd::Interrupted;
         // Deferred cancellation: the blocking call would be a cancellation
         // point, so the spin is one too (no-op unless a cancel is pending).
-        sys::test_cancel();
+        sys::test_cancel(hold != nullptr ? hold->held : -1);
         if (now >= deadline) return SpinEnd::Exhausted;
     }
 }
@@ -220,7 +238,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     // either is the complete answer or changed nothing; larger writes may
     // be split, so they are only probed.
     const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
-    Looker look{fd, reading ? sys::kPollIn : sys::kPollOut,
+    Hold hold{fd};
+    Looker look{hold, reading ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
     const SignalMark mark;
     switch (look(0)) {
@@ -234,7 +253,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
         return plan;
     }
     std::uint64_t spent = 0;
-    SpinEnd end = spin(mark, budget, spent, look, fd);
+    SpinEnd end = spin(mark, budget, spent, look, &hold);
     if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
@@ -244,6 +263,11 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = look.result;
+    }
+    if (plan.action == Plan::Action::Call) {
+        plan.held_fd = hold.held;  // the real call goes through our reference
+    } else if (hold.held >= 0) {
+        sys::close(hold.held);
     }
     return plan;
 }

@@ -6,7 +6,7 @@
 // real non-blocking syscall on the same fd) and the real function must not
 // be called; if Interrupted, a signal handler ran during the spin and the
 // caller fails with EINTR as the blocking call would have; otherwise call the
-// real function, then after_call(). Everything here is async-signal-safe,
+// real function (on plan.held_fd when set, then close it), then after_call(). Everything here is async-signal-safe,
 // lock-free and allocation-free, and leaves errno alone. The before_*()
 // calls are not noexcept: a spin is a cancellation point, as the blocking
 // call it stands in for, and a pending cancellation unwinds out of it.
@@ -28,6 +28,8 @@ struct Plan {
     bool per_call = false;       // poll: progress is counted in calls, not bytes
     int timeout_ms = 0;          // poll: what remains of the caller's timeout
     long result = 0;             // Done: >= 0, or -errno
+    int held_fd = -1;            // Call: make the real call on this fd and close it
+                                 // (our reference to the file the call began on)
     DirState* dir = nullptr;     // a tracked pipe: after_call() counts the call
     WaitObservation obs;         // obs.spun: a spin ran, after_call() learns from it
     std::uint64_t t_call = 0;    // when the real call was let go

@@ -41,8 +41,28 @@ long to_libc(long r) noexcept {
     return r;
 }
 
+// The real call, on the fd the program named, or on the shim's reference to
+// the file the call began on (then closed, also if the thread is cancelled).
 template <class R, class Call>
-R finish(Plan& plan, int saved_errno, Call&& call) {
+R call_real(const Plan& plan, int fd, Call& call) {
+    if (plan.held_fd < 0) return call(fd);
+    struct Ctx {
+        Call* call;
+        int fd;
+        R r;
+    } ctx{&call, plan.held_fd, R{}};
+    sys::call_holding([](void* p) {
+        auto* c = static_cast<Ctx*>(p);
+        c->r = (*c->call)(c->fd);
+    }, &ctx, plan.held_fd);
+    const int e = errno;
+    sys::close(plan.held_fd);
+    errno = e;
+    return ctx.r;
+}
+
+template <class R, class Call>
+R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
     switch (plan.action) {
         case Plan::Action::Done:
             after_call(plan, plan.result);
@@ -60,7 +80,7 @@ R finish(Plan& plan, int saved_errno, Call&& call) {
             break;
     }
     errno = saved_errno;
-    R r = call();
+    R r = call_real<R>(plan, fd, call);
     if (plan.dir != nullptr) {
         const int e = errno;
         after_call(plan, static_cast<long>(r));
@@ -76,7 +96,7 @@ ssize_t do_read(int fd, void* buf, size_t n) {
     }
     const int saved = errno;
     Plan plan = before_read(fd, buf, n);
-    return finish<ssize_t>(plan, saved, [&] { return real_read(fd, buf, n); });
+    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_read(use, buf, n); });
 }
 
 int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
@@ -89,7 +109,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     }
     const int saved = errno;
     Plan plan = before_poll(fds, nfds, timeout);
-    return finish<int>(plan, saved, [&] { return real_poll(fds, nfds, plan.timeout_ms); });
+    return finish<int>(plan, -1, saved, [&](int) { return real_poll(fds, nfds, plan.timeout_ms); });
 }
 
 void note_pipe(int r, const int* fds) noexcept {
@@ -146,7 +166,7 @@ PIPESPIN_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
     }
     const int saved = errno;
     Plan plan = before_write(fd, buf, n);
-    return finish<ssize_t>(plan, saved, [&] { return real_write(fd, buf, n); });
+    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_write(use, buf, n); });
 }
 
 PIPESPIN_EXPORT int poll(struct pollfd* fds, nfds_t nfds, int timeout) {

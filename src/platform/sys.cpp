@@ -70,7 +70,13 @@ long write(int fd, const void* buf, std::size_t n) noexcept {
     return raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
 
-void test_cancel() { ::pthread_testcancel(); }
+extern "C" void pipespin_test_cancel_holding(int held_fd);
+extern "C" void pipespin_call_holding(void (*fn)(void*), void* ctx, int held_fd);
+
+void test_cancel(int held_fd) { pipespin_test_cancel_holding(held_fd); }
+void call_holding(void (*fn)(void*), void* ctx, int held_fd) {
+    pipespin_call_holding(fn, ctx, held_fd);
+}
 
 long sched_yield() noexcept { return raw(SYS_sched_yield); }
 

@@ -89,8 +89,12 @@ inline void cpu_relax() noexcept {
 }
 
 // pthread_testcancel(): acts on a pending deferred cancellation (unwinds
-// this thread), else returns at once.
-void test_cancel();
+// this thread), else returns at once. `held_fd` (if >= 0) is closed on the
+// way out, so a cancelled spin leaks nothing.
+void test_cancel(int held_fd);
+// fn(ctx), closing held_fd if the thread is cancelled inside it (the caller
+// closes it otherwise). For the real call made through a held fd.
+void call_holding(void (*fn)(void*), void* ctx, int held_fd);
 
 // CPUs this thread may run on (sched_getaffinity), at least 1.
 int usable_cpus() noexcept;

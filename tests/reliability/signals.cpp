@@ -1,0 +1,329 @@
+// Case signals: a SIGALRM handler runs while read (empty pipe), write (full
+// pipe) or poll(-1) spins under the shim. The call must end as the blocking
+// syscall would have:
+//   - no SA_RESTART (sigaction without it, SA_SIGINFO, signal() +
+//     siginterrupt(sig, 1) in either order): read and write fail with EINTR;
+//   - SA_RESTART (sigaction flag, SA_SIGINFO | SA_RESTART, plain signal(),
+//     which has BSD semantics in glibc, and SA_RESTART | SA_RESETHAND, whose
+//     handler the kernel resets to SIG_DFL as it delivers the signal but
+//     still restarts the call): read and write go on waiting and
+//     complete when the peer delivers data or room, which it does only after
+//     the handler ran (the handler writes to a "go" pipe the peer waits on);
+//   - poll(-1), poll(60 s) and ppoll(NULL) fail with EINTR whatever
+//     SA_RESTART says (ppoll is not interposed: a control); also poll(-1)
+//     on an array of 1000 entries (the same empty pipe): a signal that
+//     arrives while the kernel walks the array makes even the spin's
+//     zero-timeout probe fail with EINTR, so a spin that takes such a probe
+//     for "ready" (and then blocks in the real poll) fails in almost every
+//     trial, not only now and then (this caught a shim bug, fixed in
+//     bf3ab4e; the fixed-poll and fixed-fionread configurations catch its
+//     read/write form only on a loaded machine).
+// 100 trials per variant, each with a one-shot 2 ms ITIMER_REAL.
+//
+//   signals read|write|poll
+//
+// How a naive spin fails: a spin that does not notice the handler keeps
+// spinning to the end of its 1 s budget and then blocks in the real call,
+// where nothing wakes it: the call is not interrupted by the signal that
+// arrived during it. The helper re-arms a 100 ms backstop timer from the
+// handler while the call is in progress (so a naive shim does not hang) and
+// counts the signals a call took to end: 1 when the first signal ends it,
+// about 11 on a naive shim. A trial may legitimately need the backstop when
+// the helper was preempted for 2 ms between arming the timer and entering
+// the call (the same race exists without the shim): at most 3 such trials
+// of 100 are tolerated. A shim that turns every handler into EINTR fails
+// the SA_RESTART variants (the read returns -1 instead of the data).
+//
+// The peer reads the go pipe with a raw syscall so that the exit report's
+// spins count only the calls under test (run.sh --spun checks them).
+#include <sys/ioctl.h>
+
+#include <string_view>
+#include <thread>
+
+#include "rel.h"
+
+using namespace rel;
+
+namespace {
+
+constexpr int kTrials = 100;
+constexpr long kTimerUs = 2000;
+constexpr long kBackstopUs = 100000;
+constexpr int kMaxLate = 3;
+constexpr int kPipeSize = 4096;
+
+enum class Op { Read, Write, Poll, PollTimeout, Ppoll, PollMany };
+constexpr int kMany = 1000;
+
+enum class Install {
+    Signal,             // signal(): BSD semantics, SA_RESTART
+    Restart,            // sigaction, SA_RESTART
+    SiginfoRestart,     // sigaction, SA_SIGINFO | SA_RESTART
+    Sigaction,          // sigaction, no flags
+    Siginfo,            // sigaction, SA_SIGINFO
+    Siginterrupt,       // signal(), then siginterrupt(sig, 1)
+    SiginterruptFirst,  // siginterrupt(sig, 1), then signal()
+    RestartOnce,        // sigaction, SA_RESTART | SA_RESETHAND (re-installed each trial)
+};
+
+struct Variant {
+    const char* name;
+    Install how;
+    bool restarts;
+};
+
+constexpr Variant kVariants[] = {
+    {"signal", Install::Signal, true},
+    {"sigaction+SA_RESTART", Install::Restart, true},
+    {"sigaction+SA_SIGINFO+SA_RESTART", Install::SiginfoRestart, true},
+    {"sigaction", Install::Sigaction, false},
+    {"sigaction+SA_SIGINFO", Install::Siginfo, false},
+    {"signal+siginterrupt", Install::Siginterrupt, false},
+    {"siginterrupt+signal", Install::SiginterruptFirst, false},
+    {"sigaction+SA_RESTART+SA_RESETHAND", Install::RestartOnce, true},
+};
+
+volatile sig_atomic_t g_in_call = 0;  // the call under test is in progress
+volatile sig_atomic_t g_sigs = 0;     // handler runs in this trial
+volatile sig_atomic_t g_sent = 0;     // the go byte went out in this trial
+int g_go_w = -1;                      // restart variants: tells the peer "deliver now"
+
+void on_alarm() {
+    const int saved = errno;
+    g_sigs = g_sigs + 1;
+    if (g_go_w >= 0) {
+        if (g_in_call && !g_sent) {
+            g_sent = 1;
+            const char c = 'g';
+            if (write(g_go_w, &c, 1) != 1) _exit(3);
+        }
+    } else if (g_in_call) {
+        arm_alarm_us(kBackstopUs);
+    }
+    errno = saved;
+}
+
+void handler(int) {
+    on_alarm();
+}
+void handler_info(int, siginfo_t* si, void*) {
+    if (si == nullptr || si->si_signo != SIGALRM) _exit(4);
+    on_alarm();
+}
+
+void install_variant(const Variant& v) {
+    // A clean slate: default action, the siginterrupt() bit cleared.
+    install(SIGALRM, SIG_DFL, 0);
+    CHECK_EQ(siginterrupt_(SIGALRM, 0), 0);
+    struct sigaction sa {};
+    sigemptyset(&sa.sa_mask);
+    switch (v.how) {
+        case Install::Signal:
+            CHECK(signal(SIGALRM, handler) != SIG_ERR);
+            break;
+        case Install::Restart:
+        case Install::Sigaction:
+        case Install::RestartOnce:
+            sa.sa_handler = handler;
+            sa.sa_flags = v.how == Install::Restart       ? SA_RESTART
+                          : v.how == Install::RestartOnce ? SA_RESTART | SA_RESETHAND
+                                                          : 0;
+            CHECK_EQ(sigaction(SIGALRM, &sa, nullptr), 0);
+            break;
+        case Install::SiginfoRestart:
+        case Install::Siginfo:
+            sa.sa_sigaction = handler_info;
+            sa.sa_flags = SA_SIGINFO | (v.how == Install::SiginfoRestart ? SA_RESTART : 0);
+            CHECK_EQ(sigaction(SIGALRM, &sa, nullptr), 0);
+            break;
+        case Install::Siginterrupt:
+            CHECK(signal(SIGALRM, handler) != SIG_ERR);
+            CHECK_EQ(siginterrupt_(SIGALRM, 1), 0);
+            break;
+        case Install::SiginterruptFirst:
+            CHECK_EQ(siginterrupt_(SIGALRM, 1), 0);
+            CHECK(signal(SIGALRM, handler) != SIG_ERR);
+            break;
+    }
+}
+
+// The peer of the restart variants: waits for the handler's go byte (raw
+// read: not counted by the shim), then delivers data (read) or room (write).
+void peer(Op op, int go_r, int p_r, int p_w) {
+    block_signal(SIGALRM, true);
+    for (;;) {
+        char c = 0;
+        long r = syscall(SYS_read, go_r, &c, 1);
+        if (r < 0 && errno == EINTR) continue;
+        CHECK_EQ(r, 1);
+        if (c == 'q') return;
+        if (op == Op::Read) {
+            CHECK_EQ(write(p_w, "d", 1), 1);
+        } else {
+            static char buf[kPipeSize];
+            CHECK_EQ(read_full(p_r, buf, sizeof buf), sizeof buf);
+        }
+    }
+}
+
+long do_call(Op op, int p_r, int p_w, char* c) {
+    pollfd pfd{p_r, POLLIN, 0};
+    switch (op) {
+        case Op::Read:
+            return read(p_r, c, 1);
+        case Op::Write:
+            return write(p_w, "w", 1);
+        case Op::Poll:
+            return poll(&pfd, 1, -1);
+        case Op::PollTimeout:
+            return poll(&pfd, 1, 60000);
+        case Op::Ppoll:
+            return ppoll(&pfd, 1, nullptr, nullptr);
+        case Op::PollMany: {
+            static pollfd many[kMany];
+            for (auto& m : many) m = pfd;
+            return poll(many, kMany, -1);
+        }
+    }
+    return -2;
+}
+
+const char* op_name(Op op) {
+    switch (op) {
+        case Op::Read:
+            return "read(empty pipe)";
+        case Op::Write:
+            return "write(full pipe)";
+        case Op::Poll:
+            return "poll(-1)";
+        case Op::PollTimeout:
+            return "poll(60000)";
+        case Op::Ppoll:
+            return "ppoll(NULL)";
+        case Op::PollMany:
+            return "poll(1000 entries, -1)";
+    }
+    return "?";
+}
+
+int queued(int fd) {
+    int n = -1;
+    CHECK_EQ(ioctl(fd, FIONREAD, &n), 0);
+    return n;
+}
+
+void run_variant(Op op, const Variant& v) {
+    PROGRESS("%s, handler by %s: %d trials", op_name(op), v.name, kTrials);
+    int p[2], go[2];
+    make_pipe(p);
+    CHECK_EQ(fcntl(p[1], F_SETPIPE_SZ, kPipeSize), kPipeSize);
+    const bool is_poll = op != Op::Read && op != Op::Write;
+    const bool expect_eintr = is_poll || !v.restarts;
+    std::thread peer_thread;
+    if (!expect_eintr) {
+        make_pipe(go);
+        g_go_w = go[1];
+        peer_thread = std::thread(peer, op, go[0], p[0], p[1]);
+    } else {
+        g_go_w = -1;
+    }
+    install_variant(v);
+
+    static char full[kPipeSize];
+    int late = 0;
+    for (int t = 0; t < kTrials; ++t) {
+        if (op == Op::Write) write_full(p[1], full, sizeof full);  // now the pipe is full
+        if (v.how == Install::RestartOnce) install_variant(v);     // the kernel reset it
+        char c = 0;
+        g_sigs = 0;
+        g_sent = 0;
+        g_in_call = 1;
+        arm_alarm_us(kTimerUs);
+        errno = 0;
+        const long r = do_call(op, p[0], p[1], &c);
+        const int e = errno;
+        const int sigs = g_sigs;
+        g_in_call = 0;
+        arm_alarm_us(0);
+        if (expect_eintr) {
+            if (r != -1 || e != EINTR) {
+                std::fprintf(stderr, "trial %d: %s returned %ld (errno %d) after %d signal(s)\n", t,
+                             op_name(op), r, e, sigs);
+                fail(__FILE__, __LINE__, "the call fails with EINTR", e);
+            }
+            CHECK(sigs >= 1);
+            if (sigs > 1) {
+                std::fprintf(stderr, "trial %d: ended only by signal %d (backstop)\n", t, sigs);
+                ++late;
+                if (late > kMaxLate)
+                    fail(__FILE__, __LINE__,
+                         "the first signal during the call interrupts it (more than 3 trials "
+                         "needed the backstop)",
+                         0);
+            }
+            if (op == Op::Write) {
+                // Nothing of the interrupted write went in; empty the pipe again.
+                CHECK_EQ(queued(p[0]), kPipeSize);
+                CHECK_EQ(read_full(p[0], full, sizeof full), sizeof full);
+            }
+            CHECK_EQ(queued(p[0]), 0);
+        } else {
+            if (r != 1) {
+                std::fprintf(stderr, "trial %d: %s returned %ld (errno %d) after %d signal(s)\n", t,
+                             op_name(op), r, e, sigs);
+                fail(__FILE__, __LINE__, "the call is restarted and completes", e);
+            }
+            // The peer delivers only after the handler ran.
+            CHECK(sigs >= 1);
+            if (op == Op::Read) {
+                CHECK_EQ(c, 'd');
+            } else {
+                char back = 0;  // the peer took the full pipe's bytes; ours is the one left
+                CHECK_EQ(read(p[0], &back, 1), 1);
+                CHECK_EQ(back, 'w');
+            }
+            CHECK_EQ(queued(p[0]), 0);
+        }
+    }
+    if (peer_thread.joinable()) {
+        send_byte(g_go_w, 'q');
+        peer_thread.join();
+        close(go[0]);
+        close(go[1]);
+        g_go_w = -1;
+    }
+    install(SIGALRM, SIG_IGN, 0);
+    close(p[0]);
+    close(p[1]);
+    PROGRESS("  ok (%d trial(s) needed the backstop)", late);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    announce_main_pid();
+    CHECK(argc == 2);
+    const std::string_view what = argv[1];
+    if (what == "read" || what == "write") {
+        const Op op = what == "read" ? Op::Read : Op::Write;
+        for (const Variant& v : kVariants) run_variant(op, v);
+    } else if (what == "poll") {
+        for (const Variant& v : kVariants) {
+            // SA_RESETHAND leaves SIG_DFL for the backstop, which would kill
+            // the helper in a trial that needs it; restarting is what that
+            // variant is about, and poll never restarts.
+            if (v.how != Install::RestartOnce) run_variant(Op::Poll, v);
+        }
+        run_variant(Op::PollMany, kVariants[0]);
+        run_variant(Op::PollMany, kVariants[3]);
+        for (const Variant& v : {kVariants[1], kVariants[3]}) {
+            run_variant(Op::PollTimeout, v);
+            run_variant(Op::Ppoll, v);
+        }
+    } else {
+        std::fprintf(stderr, "usage: signals read|write|poll\n");
+        return 2;
+    }
+    return 0;
+}
