@@ -35,6 +35,8 @@ enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBl
 // non-blocking mode: an EAGAIN is delayed by at most these few looks (a
 // couple of µs), while a peer that answers at once costs no extra syscall.
 constexpr unsigned kNonBlockCheckAt = 2;
+// How long a spin may run on the fd number before it holds the file.
+constexpr std::uint64_t kHoldAfterNs = 10'000;
 
 // What one look at the fd found.
 enum class Look : std::uint8_t {
@@ -64,12 +66,14 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
 
 // The file a read or write began on. A spin probes the fd *number*; if
 // another thread dup2()s or closes that number meanwhile, the next probe
-// would read or write the new file, where the blocking call would have
-// kept waiting on the pipe it began on. So, a couple of looks into a spin
-// (as late as the kernel could have entered the call), the spin takes its
-// own reference to the file (a CLOEXEC dup) and looks, and lets the real
-// call go, through that: the same open file description, so the same data,
-// offset and flags.
+// would read or write the new file, where a blocking call already in the
+// kernel would have kept waiting on the pipe it began on. So once a spin
+// has run kHoldAfterNs, it takes its own reference to the file (a CLOEXEC
+// dup) and looks, and lets the real call go, through that: the same open
+// file description, so the same data, offset and flags. Before that, a
+// dup2 that races with the call is a schedule the program could see
+// without the shim too (the thread preempted just before entering the
+// kernel), and short spins (a ping-pong's) pay nothing for the reference.
 struct Hold {
     int fd;         // the program's fd
     int held = -1;  // our reference, once taken
@@ -128,12 +132,17 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
             // dup, fcntl, FIONBIO or another process sharing the file
             // description may have changed it.
             long fl = sys::getfl(hold->fd);
-            long held = fl < 0 || (fl & O_NONBLOCK)
-                            ? -1
-                            : sys::raw(SYS_fcntl, hold->fd, F_DUPFD_CLOEXEC, 0);
-            if (held < 0) {  // non-blocking, or no fd to spare: no spin
+            if (fl < 0 || (fl & O_NONBLOCK)) {
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
+            }
+        }
+        if (hold != nullptr && hold->held < 0 && i > kNonBlockCheckAt &&
+            sys::now_ns() - start >= kHoldAfterNs) {
+            long held = sys::raw(SYS_fcntl, hold->fd, F_DUPFD_CLOEXEC, 0);
+            if (held < 0) {  // no fd to spare: stop spinning, let the real call wait
+                spent_ns = sys::now_ns() - start;
+                return SpinEnd::Exhausted;
             }
             hold->held = static_cast<int>(held);
         }
