@@ -80,6 +80,24 @@ struct Hold {
     int look_fd() const noexcept { return held >= 0 ? held : fd; }
 };
 
+// Every reference held right now, so that a child forked meanwhile (by
+// another thread, without exec) can close them: it must not keep a pipe end
+// open that the program never gave it.
+constexpr int kMaxHeld = 64;
+std::atomic<int> g_held[kMaxHeld];  // fd + 1; 0: free
+
+// A CLOEXEC dup of fd, registered; -1 if none can be had.
+int take_hold(int fd) noexcept {
+    for (auto& slot : g_held) {
+        int expected = 0;
+        if (!slot.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) continue;
+        long held = sys::raw(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+        slot.store(held >= 0 ? static_cast<int>(held) + 1 : 0, std::memory_order_release);
+        return held >= 0 ? static_cast<int>(held) : -1;
+    }
+    return -1;
+}
+
 // How one read or write looks at its fd. With the nowait probe the look is
 // a non-blocking attempt of the very call the program made (preadv2 or
 // pwritev2 with RWF_NOWAIT): when it succeeds it is the answer, so a hit
@@ -139,12 +157,12 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         }
         if (hold != nullptr && hold->held < 0 && i > kNonBlockCheckAt &&
             sys::now_ns() - start >= kHoldAfterNs) {
-            long held = sys::raw(SYS_fcntl, hold->fd, F_DUPFD_CLOEXEC, 0);
+            int held = take_hold(hold->fd);
             if (held < 0) {  // no fd to spare: stop spinning, let the real call wait
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::Exhausted;
             }
-            hold->held = static_cast<int>(held);
+            hold->held = held;
         }
         Look look = step(i);
         std::uint64_t now = sys::now_ns();
@@ -276,12 +294,29 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     if (plan.action == Plan::Action::Call) {
         plan.held_fd = hold.held;  // the real call goes through our reference
     } else if (hold.held >= 0) {
-        sys::close(hold.held);
+        release_hold(hold.held);
     }
     return plan;
 }
 
 }  // namespace
+
+void release_hold(int held_fd) noexcept {
+    for (auto& slot : g_held) {
+        int expected = held_fd + 1;
+        if (slot.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) break;
+    }
+    sys::close(held_fd);
+}
+
+extern "C" void pipespin_release_hold(int held_fd) { release_hold(held_fd); }
+
+void close_holds_after_fork() noexcept {
+    for (auto& slot : g_held) {
+        int v = slot.exchange(0, std::memory_order_acq_rel);
+        if (v > 0) sys::close(v - 1);
+    }
+}
 
 Runtime& runtime() noexcept { return g_runtime; }
 FdTable& fd_table() noexcept { return g_table; }

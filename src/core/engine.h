@@ -56,6 +56,12 @@ Plan before_read(int fd, void* buf, std::size_t n);
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
+// Closes a reference a plan held (plan.held_fd) once its real call returned.
+void release_hold(int held_fd) noexcept;
+// In a child after fork(): closes the references other threads of the
+// parent held, which the child must not keep open.
+void close_holds_after_fork() noexcept;
+
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
 

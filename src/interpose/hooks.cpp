@@ -56,7 +56,7 @@ R call_real(const Plan& plan, int fd, Call& call) {
         c->r = (*c->call)(c->fd);
     }, &ctx, plan.held_fd);
     const int e = errno;
-    sys::close(plan.held_fd);
+    release_hold(plan.held_fd);
     errno = e;
     return ctx.r;
 }

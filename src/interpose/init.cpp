@@ -5,6 +5,7 @@
 // pass-through with one warning; it never aborts or exits the host. Nothing
 // here allocates: a process with nothing to report pays for a few getenv
 // calls and one sched_getaffinity.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -47,6 +48,9 @@ __attribute__((constructor)) void pipespin_init() {
                       kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus);
         report::write(LogLevel::Debug, line);
     }
+    // No lock is ever held across fork; but a reference another thread held
+    // to a pipe (see engine.cpp, Hold) must not live on in the child.
+    pthread_atfork(nullptr, nullptr, [] { close_holds_after_fork(); });
     g_ready.store(true, std::memory_order_release);
 }
 

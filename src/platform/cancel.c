@@ -8,10 +8,11 @@
  * libgcc_s that glibc unwinds with, and abort). So a thread cancelled while
  * the shim holds a reference fd does not leak it. */
 #include <pthread.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static void close_held(void* arg) { syscall(SYS_close, (int)(long)arg); }
+/* engine.cpp: unregisters and closes a held reference. */
+void pipespin_release_hold(int held_fd);
+
+static void close_held(void* arg) { pipespin_release_hold((int)(long)arg); }
 
 void pipespin_test_cancel_holding(int held_fd) {
     if (held_fd < 0) {
