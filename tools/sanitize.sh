@@ -61,7 +61,7 @@ SHIM_FLAGS="-fno-exceptions -fno-rtti -fasynchronous-unwind-tables -U_FORTIFY_SO
 # The sources of the pipespin and pipespin_core targets, from CMakeLists.txt.
 shim_sources() {
   awk '/^add_library\((pipespin_core STATIC|pipespin SHARED)/ { on = 1; next }
-       on { for (i = 1; i <= NF; ++i) { f = $i; sub(/\)$/, "", f); if (f ~ /\.cpp$/) print f }
+       on { for (i = 1; i <= NF; ++i) { f = $i; sub(/\)$/, "", f); if (f ~ /\.(cpp|c)$/) print f }
             if ($0 ~ /\)/) on = 0 }' "$here/CMakeLists.txt"
 }
 
@@ -127,9 +127,12 @@ run_kind() {
     [[ -n $srcs ]] || { fail "$kind: cannot find the shim's sources in CMakeLists.txt"; return; }
     mkdir -p "$dir/linked"
     for src in $srcs; do
-      obj=$dir/linked/$(basename "$src" .cpp).o
+      obj=$dir/linked/$(basename "$src").o
+      local compile=(g++ -std=c++20 $flags $SHIM_FLAGS)
+      # The shim's C parts (cancellation clean-up) are plain C, as in CMake.
+      [[ $src == *.c ]] && compile=(gcc $flags -fasynchronous-unwind-tables)
       # shellcheck disable=SC2086
-      g++ -std=c++20 $flags $SHIM_FLAGS -I"$here/src" -I"$here/include" -c "$here/$src" -o "$obj" \
+      "${compile[@]}" -I"$here/src" -I"$here/include" -c "$here/$src" -o "$obj" \
         >>"$logs/stress-build.log" 2>&1 || { cat "$logs/stress-build.log" >&2; fail "$kind: cannot compile $src"; return; }
       objs+=("$obj")
     done
