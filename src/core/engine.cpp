@@ -198,9 +198,8 @@ long parse_running(const char* buf, long n) noexcept {
 
 bool oversubscribed(std::uint64_t now) noexcept {
     std::uint64_t next = g_runtime.load_next_ns.load(std::memory_order_relaxed);
-    if (now < next ||
-        !g_runtime.load_next_ns.compare_exchange_strong(next, now + kLoadPeriodNs,
-                                                        std::memory_order_relaxed))
+    if (now < next || !g_runtime.load_next_ns.compare_exchange_strong(next, now + kLoadPeriodNs,
+                                                                      std::memory_order_relaxed))
         return g_runtime.oversubscribed.load(std::memory_order_relaxed);
     char buf[128];
     long running = -1;
@@ -266,13 +265,21 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     // be split, so they are only probed.
     const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
     Hold hold{fd};
-    Looker look{hold, reading ? sys::kPollIn : sys::kPollOut,
-                probe == Probe::Nowait ? Probe::Poll : probe, nowait, info, buf, n};
+    Looker look{hold,
+                reading ? sys::kPollIn : sys::kPollOut,
+                probe == Probe::Nowait ? Probe::Poll : probe,
+                nowait,
+                info,
+                buf,
+                n};
     const SignalMark mark;
     switch (look(0)) {
-        case Look::Answer: return done(&st, look.result);
-        case Look::Ready: return plan;
-        case Look::Pending: break;
+        case Look::Answer:
+            return done(&st, look.result);
+        case Look::Ready:
+            return plan;
+        case Look::Pending:
+            break;
     }
     // The fd would block now.
     if (!cpu_free_for_peer()) {
@@ -309,7 +316,9 @@ void release_hold(int held_fd) noexcept {
     sys::close(held_fd);
 }
 
-extern "C" void pipespin_release_hold(int held_fd) { release_hold(held_fd); }
+extern "C" void pipespin_release_hold(int held_fd) {
+    release_hold(held_fd);
+}
 
 void close_holds_after_fork() noexcept {
     for (auto& slot : g_held) {
@@ -318,8 +327,12 @@ void close_holds_after_fork() noexcept {
     }
 }
 
-Runtime& runtime() noexcept { return g_runtime; }
-FdTable& fd_table() noexcept { return g_table; }
+Runtime& runtime() noexcept {
+    return g_runtime;
+}
+FdTable& fd_table() noexcept {
+    return g_table;
+}
 
 void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.params.mode = o.mode();
@@ -368,7 +381,8 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     plan.per_call = true;
     std::uint64_t budget = budget_for(*st);
     if (timeout_ms > 0)
-        budget = std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
+        budget =
+            std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
     if (budget == 0) return plan;
     if (!cpu_free_for_peer()) {
         SpinPolicy::on_no_cpu(st->policy);
@@ -402,8 +416,9 @@ void after_call(Plan& plan, long result) noexcept {
         if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
         SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
     }
-    const std::uint64_t progress =
-        result <= 0 ? 0 : plan.per_call ? 1 : static_cast<std::uint64_t>(result);
+    const std::uint64_t progress = result <= 0     ? 0
+                                   : plan.per_call ? 1
+                                                   : static_cast<std::uint64_t>(result);
     SpinPolicy::on_call(ps, g_runtime.params, progress, sys::now_ns);
 }
 

@@ -6,10 +6,10 @@
 // real non-blocking syscall on the same fd) and the real function must not
 // be called; if Interrupted, a signal handler ran during the spin and the
 // caller fails with EINTR as the blocking call would have; otherwise call the
-// real function (on plan.held_fd when set, then close it), then after_call(). Everything here is async-signal-safe,
-// lock-free and allocation-free, and leaves errno alone. The before_*()
-// calls are not noexcept: a spin is a cancellation point, as the blocking
-// call it stands in for, and a pending cancellation unwinds out of it.
+// real function (on plan.held_fd when set, then close it), then after_call(). Everything here is
+// async-signal-safe, lock-free and allocation-free, and leaves errno alone. The before_*() calls
+// are not noexcept: a spin is a cancellation point, as the blocking call it stands in for, and a
+// pending cancellation unwinds out of it.
 #pragma once
 
 #include <cstddef>
@@ -25,14 +25,14 @@ namespace pipespin {
 struct Plan {
     enum class Action : std::uint8_t { Call, Done, Interrupted };
     Action action = Action::Call;
-    bool per_call = false;       // poll: progress is counted in calls, not bytes
-    int timeout_ms = 0;          // poll: what remains of the caller's timeout
-    long result = 0;             // Done: >= 0, or -errno
-    int held_fd = -1;            // Call: make the real call on this fd and close it
-                                 // (our reference to the file the call began on)
-    DirState* dir = nullptr;     // a tracked pipe: after_call() counts the call
-    WaitObservation obs;         // obs.spun: a spin ran, after_call() learns from it
-    std::uint64_t t_call = 0;    // when the real call was let go
+    bool per_call = false;     // poll: progress is counted in calls, not bytes
+    int timeout_ms = 0;        // poll: what remains of the caller's timeout
+    long result = 0;           // Done: >= 0, or -errno
+    int held_fd = -1;          // Call: make the real call on this fd and close it
+                               // (our reference to the file the call began on)
+    DirState* dir = nullptr;   // a tracked pipe: after_call() counts the call
+    WaitObservation obs;       // obs.spun: a spin ran, after_call() learns from it
+    std::uint64_t t_call = 0;  // when the real call was let go
 };
 
 // Process-wide settings, constant-initialised so that calls arriving before
@@ -41,7 +41,7 @@ struct Runtime {
     PolicyParams params;
     Probe probe = Probe::Nowait;
     WakeEstimate wake;
-    std::atomic<bool> oversubscribed{false};   // from the last look at the run queue
+    std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
 };
 Runtime& runtime() noexcept;
@@ -64,7 +64,6 @@ void close_holds_after_fork() noexcept;
 
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
-
 
 // Sums of every slot's counters, for the exit report and stats.
 struct Totals {

@@ -9,7 +9,9 @@ namespace {
 
 constexpr std::uint64_t kGenOne = 1ull << 32;
 
-std::uint64_t next_gen(std::uint64_t word) noexcept { return (word & ~0xffffffffull) + kGenOne; }
+std::uint64_t next_gen(std::uint64_t word) noexcept {
+    return (word & ~0xffffffffull) + kGenOne;
+}
 
 void reset_learning(FdSlot& s) noexcept {
     for (auto& d : s.dir) d.policy.reset();
@@ -28,8 +30,7 @@ FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
         std::uint64_t fresh = (w & ~0xffffffffull) | bits;
         // Lose the race on purpose: if a close bumped the generation while we
         // looked, our answer may describe the old file, so do not keep it.
-        if (!s->word.compare_exchange_strong(w, fresh, std::memory_order_acq_rel))
-            return {};
+        if (!s->word.compare_exchange_strong(w, fresh, std::memory_order_acq_rel)) return {};
         w = fresh;
     }
     if (!(static_cast<std::uint32_t>(w) & fdbits::kPipe)) return {nullptr, w};
@@ -59,7 +60,9 @@ void FdTable::set_pipe(int rfd, int wfd) noexcept {
     store_fresh(wfd, fdbits::kKnown | fdbits::kPipe | fdbits::kWritable);
 }
 
-void FdTable::forget(int fd) noexcept { store_fresh(fd, 0); }
+void FdTable::forget(int fd) noexcept {
+    store_fresh(fd, 0);
+}
 
 void FdTable::forget_range(unsigned lo, unsigned hi) noexcept {
     if (lo >= static_cast<unsigned>(kSize)) return;
@@ -87,9 +90,15 @@ std::uint32_t classify_fd(int fd) noexcept {
     if (fl < 0) return 0;
     std::uint32_t bits = fdbits::kKnown | fdbits::kPipe;
     switch (fl & O_ACCMODE) {
-        case O_RDONLY: bits |= fdbits::kReadable; break;
-        case O_WRONLY: bits |= fdbits::kWritable; break;
-        default: bits |= fdbits::kReadable | fdbits::kWritable; break;
+        case O_RDONLY:
+            bits |= fdbits::kReadable;
+            break;
+        case O_WRONLY:
+            bits |= fdbits::kWritable;
+            break;
+        default:
+            bits |= fdbits::kReadable | fdbits::kWritable;
+            break;
     }
     return bits;
 }

@@ -35,16 +35,16 @@ struct alignas(64) FdSlot {
 };
 
 namespace fdbits {
-inline constexpr std::uint32_t kKnown = 1u << 0;      // classified (else unknown)
-inline constexpr std::uint32_t kPipe = 1u << 1;       // a pipe or FIFO
-inline constexpr std::uint32_t kReadable = 1u << 2;   // opened for reading
-inline constexpr std::uint32_t kWritable = 1u << 3;   // opened for writing
-inline constexpr std::uint32_t kNoNowait = 1u << 4;   // RWF_NOWAIT unsupported here
+inline constexpr std::uint32_t kKnown = 1u << 0;     // classified (else unknown)
+inline constexpr std::uint32_t kPipe = 1u << 1;      // a pipe or FIFO
+inline constexpr std::uint32_t kReadable = 1u << 2;  // opened for reading
+inline constexpr std::uint32_t kWritable = 1u << 3;  // opened for writing
+inline constexpr std::uint32_t kNoNowait = 1u << 4;  // RWF_NOWAIT unsupported here
 }  // namespace fdbits
 
 struct FdInfo {
-    FdSlot* slot = nullptr;    // null: out of range or not a pipe
-    std::uint64_t word = 0;    // the word the decision was made on
+    FdSlot* slot = nullptr;  // null: out of range or not a pipe
+    std::uint64_t word = 0;  // the word the decision was made on
     std::uint32_t bits() const noexcept { return static_cast<std::uint32_t>(word); }
     bool pipe() const noexcept { return slot != nullptr && (bits() & fdbits::kPipe); }
     bool can(Dir d) const noexcept {
@@ -73,9 +73,7 @@ public:
     // RWF_NOWAIT answered EOPNOTSUPP on this fd: fall back to poll.
     void set_no_nowait(const FdInfo& info) noexcept;
 
-    FdSlot* slot(int fd) noexcept {
-        return (fd >= 0 && fd < kSize) ? &slots_[fd] : nullptr;
-    }
+    FdSlot* slot(int fd) noexcept { return (fd >= 0 && fd < kSize) ? &slots_[fd] : nullptr; }
     // One past the highest fd ever classified: bounds scans over the table so
     // that they never fault in pages nobody used.
     int high_water() const noexcept { return high_water_.load(std::memory_order_relaxed); }

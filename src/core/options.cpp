@@ -15,7 +15,12 @@ constexpr OptionSpec kTable[] = {
      "off: interpose but never spin (the A/B control arm); fixed: spin up to spin_us "
      "before every blocking pipe wait; adaptive: learn per fd whether spinning pays, "
      "under spin_us (docs/policy.md)"},
-    {"spin_us", &Options::spin_us, {}, 0, 1000000, "µs",
+    {"spin_us",
+     &Options::spin_us,
+     {},
+     0,
+     1000000,
+     "µs",
      "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning"},
     {"probe", &Options::probe_v, kProbes, 0, 0, "",
      "how a spin looks at the pipe: nowait (preadv2/pwritev2 RWF_NOWAIT, then poll), "
@@ -25,8 +30,12 @@ constexpr OptionSpec kTable[] = {
 };
 static_assert(std::size(kTable) == kOptionCount);
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+char lower(char c) {
+    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
@@ -73,8 +82,10 @@ struct Out {
         if (s.size() > 64) put("...");
     }
     void value(const OptionSpec& spec, std::uint32_t v) {
-        if (spec.choices.empty()) num(v);
-        else put(v < spec.choices.size() ? spec.choices[v] : "?");
+        if (spec.choices.empty())
+            num(v);
+        else
+            put(v < spec.choices.size() ? spec.choices[v] : "?");
     }
     void accepted(const OptionSpec& spec) {
         if (spec.choices.empty()) {
@@ -92,7 +103,9 @@ struct Out {
 
 }  // namespace
 
-std::span<const OptionSpec> option_table() noexcept { return kTable; }
+std::span<const OptionSpec> option_table() noexcept {
+    return kTable;
+}
 
 const OptionSpec* find_option(std::string_view name) noexcept {
     for (const auto& spec : kTable)
@@ -112,8 +125,10 @@ RawParse parse_raw(const OptionSpec& spec, std::string_view text, std::uint32_t 
     bool overflow = false;
     for (char c : t) {
         if (c < '0' || c > '9') return {fallback, ParseStatus::Bad};
-        if (v > (~0ull - 9) / 10) overflow = true;
-        else v = v * 10 + static_cast<std::uint64_t>(c - '0');
+        if (v > (~0ull - 9) / 10)
+            overflow = true;
+        else
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
     }
     if (overflow || v > spec.max) return {spec.max, ParseStatus::AboveMax};
     if (v < spec.min) return {spec.min, ParseStatus::BelowMin};
@@ -125,7 +140,8 @@ bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept
     if (kPrefix.size() + spec.name.size() + 1 > size) return false;
     std::size_t n = 0;
     for (char c : kPrefix) buf[n++] = c;
-    for (char c : spec.name) buf[n++] = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+    for (char c : spec.name)
+        buf[n++] = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
     buf[n] = '\0';
     return true;
 }
@@ -148,7 +164,8 @@ void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_vi
         case ParseStatus::BelowMin:
             o.put("value '");
             o.printable(text);
-            o.put(status == ParseStatus::AboveMax ? "' is above the maximum " : "' is below the minimum ");
+            o.put(status == ParseStatus::AboveMax ? "' is above the maximum "
+                                                  : "' is below the minimum ");
             o.num(status == ParseStatus::AboveMax ? spec.max : spec.min);
             break;
     }

@@ -35,13 +35,13 @@ struct Options {
 };
 
 struct OptionSpec {
-    std::string_view name;                     // "spin_us"
-    std::uint32_t Options::*field;             // where the value lives
-    std::span<const std::string_view> choices; // enum names, index = value; empty for numbers
-    std::uint32_t min;                         // numbers: inclusive range
+    std::string_view name;                      // "spin_us"
+    std::uint32_t Options::*field;              // where the value lives
+    std::span<const std::string_view> choices;  // enum names, index = value; empty for numbers
+    std::uint32_t min;                          // numbers: inclusive range
     std::uint32_t max;
-    std::string_view unit;                     // "µs", or "" for enums
-    std::string_view help;                     // one line: what it does, when to change it
+    std::string_view unit;  // "µs", or "" for enums
+    std::string_view help;  // one line: what it does, when to change it
 };
 
 std::span<const OptionSpec> option_table() noexcept;

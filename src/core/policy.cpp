@@ -27,9 +27,9 @@ void decide(PolicyState& s) noexcept {
     const Phase winner = spin_wins ? Phase::Spin : Phase::Plain;
     // The same winner as last time: trust it longer before asking again.
     const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
-    const std::uint16_t len =
-        confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, SpinPolicy::kExploitMax)
-                  : SpinPolicy::kExploitMin;
+    const std::uint16_t len = confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2,
+                                                                  SpinPolicy::kExploitMax)
+                                        : SpinPolicy::kExploitMin;
     s.exploit_len.store(len, kRelaxed);
     s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
     start_phase(s, winner, len);
@@ -95,8 +95,8 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
     // The epoch is over.
     const std::uint64_t t = now();
-    const std::uint64_t cost = epoch_cost(t - s.epoch_start_ns.load(kRelaxed),
-                                          s.epoch_bytes.load(kRelaxed));
+    const std::uint64_t cost =
+        epoch_cost(t - s.epoch_start_ns.load(kRelaxed), s.epoch_bytes.load(kRelaxed));
     s.epoch_calls.store(1, kRelaxed);
     s.epoch_bytes.store(0, kRelaxed);
     s.epoch_start_ns.store(t, kRelaxed);

@@ -25,11 +25,11 @@ struct PolicyParams {
 
 // What happened around one wait, reported after the real call returned.
 struct WaitObservation {
-    bool spun = false;           // a spin ran
-    bool spin_hit = false;       // the pipe became ready during the spin
-    std::uint64_t spin_ns = 0;   // time spent spinning
-    std::uint64_t block_ns = 0;  // time in the real (possibly blocking) call after the spin
-    std::uint64_t budget_ns = 0; // the budget the spin had
+    bool spun = false;            // a spin ran
+    bool spin_hit = false;        // the pipe became ready during the spin
+    std::uint64_t spin_ns = 0;    // time spent spinning
+    std::uint64_t block_ns = 0;   // time in the real (possibly blocking) call after the spin
+    std::uint64_t budget_ns = 0;  // the budget the spin had
 };
 
 // Phases of the per-fd experiment (adaptive mode).
@@ -49,11 +49,13 @@ struct PolicyState {
     std::atomic<std::uint16_t> exploit_left{0};  // epochs left in Spin/Plain
     std::atomic<std::uint16_t> exploit_len{0};   // length of the current exploit run
     std::atomic<std::uint8_t> phase{0};
-    std::atomic<std::uint8_t> long_waits{0};     // waits this epoch that outlasted the spin
-    std::atomic<std::uint8_t> last_winner{0};    // Phase::Spin/Plain of the last decision, 0 none
+    std::atomic<std::uint8_t> long_waits{0};   // waits this epoch that outlasted the spin
+    std::atomic<std::uint8_t> last_winner{0};  // Phase::Spin/Plain of the last decision, 0 none
 
     void reset() noexcept;
-    Phase get_phase() const noexcept { return static_cast<Phase>(phase.load(std::memory_order_relaxed)); }
+    Phase get_phase() const noexcept {
+        return static_cast<Phase>(phase.load(std::memory_order_relaxed));
+    }
 };
 
 // Process-wide estimate of what a sleep plus wake-up costs on this host,
@@ -72,12 +74,12 @@ private:
 class SpinPolicy {
 public:
     // Tunables, named so that tests and docs can refer to them.
-    static constexpr std::uint32_t kEpochCalls = 64;       // calls per measured epoch
-    static constexpr std::uint32_t kMarginPct = 5;         // spinning must win by this much
-    static constexpr std::uint16_t kExploitMin = 4;        // epochs; doubles while confirmed
+    static constexpr std::uint32_t kEpochCalls = 64;  // calls per measured epoch
+    static constexpr std::uint32_t kMarginPct = 5;    // spinning must win by this much
+    static constexpr std::uint16_t kExploitMin = 4;   // epochs; doubles while confirmed
     static constexpr std::uint16_t kExploitMax = 64;
-    static constexpr std::uint8_t kLongWaitLimit = 2;      // outlasted spins before giving up
-    static constexpr std::uint64_t kLongWaitFactor = 4;    // "outlasted": wait > 4x budget
+    static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
+    static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
 
     // Budget in ns for the next wait on this fd; 0 means call the real
     // function at once, without even a look.

@@ -51,10 +51,12 @@ R call_real(const Plan& plan, int fd, Call& call) {
         int fd;
         R r;
     } ctx{&call, plan.held_fd, R{}};
-    sys::call_holding([](void* p) {
-        auto* c = static_cast<Ctx*>(p);
-        c->r = (*c->call)(c->fd);
-    }, &ctx, plan.held_fd);
+    sys::call_holding(
+        [](void* p) {
+            auto* c = static_cast<Ctx*>(p);
+            c->r = (*c->call)(c->fd);
+        },
+        &ctx, plan.held_fd);
     const int e = errno;
     release_hold(plan.held_fd);
     errno = e;
@@ -103,9 +105,9 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     if (!engaged()) [[unlikely]] {
         if (real_poll != nullptr) return real_poll(fds, nfds, timeout);
         timespec ts{timeout / 1000, (timeout % 1000) * 1000000L};
-        return static_cast<int>(to_libc(sys::raw(SYS_ppoll, reinterpret_cast<long>(fds),
-                                                 static_cast<long>(nfds),
-                                                 timeout < 0 ? 0 : reinterpret_cast<long>(&ts), 0, 8)));
+        return static_cast<int>(
+            to_libc(sys::raw(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+                             timeout < 0 ? 0 : reinterpret_cast<long>(&ts), 0, 8)));
     }
     const int saved = errno;
     Plan plan = before_poll(fds, nfds, timeout);
@@ -121,9 +123,10 @@ void note_new_fd(int r) noexcept {
 }
 
 int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
-    int r = real != nullptr ? real(fd, cmd, arg)
-                            : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd,
-                                                                reinterpret_cast<long>(arg))));
+    int r =
+        real != nullptr
+            ? real(fd, cmd, arg)
+            : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd, reinterpret_cast<long>(arg))));
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_new_fd(r);
     return r;
 }
@@ -133,23 +136,27 @@ int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
 // ---- pipes are born ---------------------------------------------------------
 
 PIPESPIN_EXPORT int pipe(int fds[2]) noexcept {
-    int r = real_pipe != nullptr ? real_pipe(fds)
-                                 : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), 0)));
+    int r = real_pipe != nullptr
+                ? real_pipe(fds)
+                : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), 0)));
     note_pipe(r, fds);
     return r;
 }
 
 PIPESPIN_EXPORT int pipe2(int fds[2], int flags) noexcept {
-    int r = real_pipe2 != nullptr
-                ? real_pipe2(fds, flags)
-                : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), flags)));
+    int r =
+        real_pipe2 != nullptr
+            ? real_pipe2(fds, flags)
+            : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), flags)));
     note_pipe(r, fds);
     return r;
 }
 
 // ---- the waits ----------------------------------------------------------------
 
-PIPESPIN_EXPORT ssize_t read(int fd, void* buf, size_t n) { return do_read(fd, buf, n); }
+PIPESPIN_EXPORT ssize_t read(int fd, void* buf, size_t n) {
+    return do_read(fd, buf, n);
+}
 
 PIPESPIN_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
     if (n > buflen) [[unlikely]] {
@@ -204,8 +211,9 @@ PIPESPIN_EXPORT int dup2(int oldfd, int newfd) noexcept {
 }
 
 PIPESPIN_EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
-    int r = real_dup3 != nullptr ? real_dup3(oldfd, newfd, flags)
-                                 : static_cast<int>(to_libc(sys::raw(SYS_dup3, oldfd, newfd, flags)));
+    int r = real_dup3 != nullptr
+                ? real_dup3(oldfd, newfd, flags)
+                : static_cast<int>(to_libc(sys::raw(SYS_dup3, oldfd, newfd, flags)));
     note_new_fd(r);
     return r;
 }
@@ -238,15 +246,19 @@ PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags
 }
 
 PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
-    if (real_closefrom != nullptr) real_closefrom(lowfd);
-    else sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
+    if (real_closefrom != nullptr)
+        real_closefrom(lowfd);
+    else
+        sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
     fd_table().forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
 }
 
 // ---- stdio: the fd is closed inside libc ------------------------------------------
 
 namespace {
-int fd_of(FILE* fp) noexcept { return fp != nullptr ? fileno(fp) : -1; }
+int fd_of(FILE* fp) noexcept {
+    return fp != nullptr ? fileno(fp) : -1;
+}
 
 // freopen closes the old fd and opens a new one inside libc.
 FILE* reopened(int old_fd, FILE* now) noexcept {

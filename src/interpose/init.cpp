@@ -20,7 +20,9 @@
 namespace pipespin::interpose {
 namespace {
 
-const char* secure_env(const char* name, void*) { return ::secure_getenv(name); }
+const char* secure_env(const char* name, void*) {
+    return ::secure_getenv(name);
+}
 
 constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
 
@@ -32,10 +34,12 @@ __attribute__((constructor)) void pipespin_init() {
     EnvSources sources;
     read_env(secure_env, nullptr, options, problems, sources);
     report::set_level(options.log());
-    for (std::size_t i = 0; i < problems.count; ++i) report::write(LogLevel::Warn, problems.lines[i]);
+    for (std::size_t i = 0; i < problems.count; ++i)
+        report::write(LogLevel::Warn, problems.lines[i]);
     char line[256];
     if (missing != nullptr) {
-        std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through", missing);
+        std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through",
+                      missing);
         report::write(LogLevel::Warn, line);
         return;
     }
@@ -60,12 +64,11 @@ __attribute__((destructor)) void pipespin_fini() {
     char line[256];
     for (Dir d : {Dir::Read, Dir::Write}) {
         Totals t = totals(d);
-        std::snprintf(line, sizeof line,
-                      "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu", ::getpid(),
-                      d == Dir::Read ? "read" : "write", static_cast<unsigned long long>(t.waits),
-                      static_cast<unsigned long long>(t.spins),
-                      static_cast<unsigned long long>(t.spin_hits),
-                      static_cast<unsigned long long>(t.spin_ns / 1000));
+        std::snprintf(
+            line, sizeof line, "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu",
+            ::getpid(), d == Dir::Read ? "read" : "write", static_cast<unsigned long long>(t.waits),
+            static_cast<unsigned long long>(t.spins), static_cast<unsigned long long>(t.spin_hits),
+            static_cast<unsigned long long>(t.spin_ns / 1000));
         report::write(LogLevel::Info, line);
     }
 }

@@ -17,22 +17,23 @@ namespace {
 // Hooks whose absence from libc is survivable (older glibc): the wrapper
 // falls back to the raw syscall for good.
 bool optional_symbol(const char* name) noexcept {
-    for (const char* n : {"fcntl64", "__poll_chk", "__read_chk", "bsd_signal", "sysv_signal",
-                          "__sysv_signal", "sigset", "close_range", "closefrom", "fcloseall",
-                          "freopen64"})
+    for (const char* n :
+         {"fcntl64", "__poll_chk", "__read_chk", "bsd_signal", "sysv_signal", "__sysv_signal",
+          "sigset", "close_range", "closefrom", "fcloseall", "freopen64"})
         if (std::strcmp(name, n) == 0) return true;
     return false;
 }
 }  // namespace
 
-void* resolve_one(const char* name) noexcept { return dlsym(RTLD_NEXT, name); }
+void* resolve_one(const char* name) noexcept {
+    return dlsym(RTLD_NEXT, name);
+}
 
 const char* resolve_all() noexcept {
     const char* missing = nullptr;
-#define PIPESPIN_HOOK(ret, name, params)                                      \
-    real_##name = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));       \
-    if (real_##name == nullptr && !optional_symbol(#name) && missing == nullptr) \
-        missing = #name;
+#define PIPESPIN_HOOK(ret, name, params)                                \
+    real_##name = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name)); \
+    if (real_##name == nullptr && !optional_symbol(#name) && missing == nullptr) missing = #name;
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
     return missing;

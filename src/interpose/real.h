@@ -54,6 +54,8 @@ private:
     bool was_;
 };
 
-inline bool engaged() noexcept { return g_ready.load(std::memory_order_acquire) && !t_busy; }
+inline bool engaged() noexcept {
+    return g_ready.load(std::memory_order_acquire) && !t_busy;
+}
 
 }  // namespace pipespin::interpose

@@ -62,7 +62,9 @@ void fallback(LogLevel level, const char* message) noexcept {
 
 }  // namespace
 
-void set_level(LogLevel level) noexcept { g_level.store(static_cast<std::uint32_t>(level)); }
+void set_level(LogLevel level) noexcept {
+    g_level.store(static_cast<std::uint32_t>(level));
+}
 
 bool enabled(LogLevel l) noexcept {
     return l != LogLevel::Off && static_cast<std::uint32_t>(l) <= g_level.load();

@@ -26,7 +26,7 @@ namespace {
 constexpr int kMaxSig = 65;
 
 struct UserHandler {
-    std::atomic<void*> fn{nullptr};  // the program's handler
+    std::atomic<void*> fn{nullptr};    // the program's handler
     std::atomic<bool> siginfo{false};  // it wants (int, siginfo_t*, void*)
 };
 UserHandler g_user[kMaxSig];
@@ -124,7 +124,8 @@ sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self) 
         errno = EINVAL;
         return SIG_ERR;
     }
-    struct sigaction act {}, old {};
+    struct sigaction act {
+    }, old{};
     act.sa_handler = handler;
     act.sa_flags = flags;
     sigemptyset(&act.sa_mask);
@@ -157,8 +158,10 @@ PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
     int r = real_siginterrupt(sig, flag);
     if (r == 0 && sig > 0 && sig < kMaxSig) {
         const std::uint64_t bit = 1ull << (sig & 63);
-        if (flag) g_sigintr.fetch_or(bit, std::memory_order_relaxed);
-        else g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+        if (flag)
+            g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+        else
+            g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
     }
     return r;
 }

@@ -12,7 +12,9 @@
 /* engine.cpp: unregisters and closes a held reference. */
 void pipespin_release_hold(int held_fd);
 
-static void close_held(void* arg) { pipespin_release_hold((int)(long)arg); }
+static void close_held(void* arg) {
+    pipespin_release_hold((int)(long)arg);
+}
 
 void pipespin_test_cancel_holding(int held_fd) {
     if (held_fd < 0) {

@@ -51,7 +51,9 @@ long fionread(int fd) noexcept {
     return r < 0 ? r : avail;
 }
 
-long getfl(int fd) noexcept { return raw(SYS_fcntl, fd, F_GETFL); }
+long getfl(int fd) noexcept {
+    return raw(SYS_fcntl, fd, F_GETFL);
+}
 
 long is_fifo(int fd) noexcept {
     struct stat st;
@@ -60,7 +62,9 @@ long is_fifo(int fd) noexcept {
     return S_ISFIFO(st.st_mode) ? 1 : 0;
 }
 
-long close(int fd) noexcept { return raw(SYS_close, fd); }
+long close(int fd) noexcept {
+    return raw(SYS_close, fd);
+}
 
 long read(int fd, void* buf, std::size_t n) noexcept {
     return raw(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
@@ -73,12 +77,16 @@ long write(int fd, const void* buf, std::size_t n) noexcept {
 extern "C" void pipespin_test_cancel_holding(int held_fd);
 extern "C" void pipespin_call_holding(void (*fn)(void*), void* ctx, int held_fd);
 
-void test_cancel(int held_fd) { pipespin_test_cancel_holding(held_fd); }
+void test_cancel(int held_fd) {
+    pipespin_test_cancel_holding(held_fd);
+}
 void call_holding(void (*fn)(void*), void* ctx, int held_fd) {
     pipespin_call_holding(fn, ctx, held_fd);
 }
 
-long sched_yield() noexcept { return raw(SYS_sched_yield); }
+long sched_yield() noexcept {
+    return raw(SYS_sched_yield);
+}
 
 int usable_cpus() noexcept {
     cpu_set_t set;

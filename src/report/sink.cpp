@@ -25,19 +25,24 @@ spdlog::logger& logger() {
 
 spdlog::level::level_enum to_spdlog(int level) {
     switch (level) {
-        case 1: return spdlog::level::err;
-        case 2: return spdlog::level::warn;
-        case 3: return spdlog::level::info;
-        case 4: return spdlog::level::debug;
-        default: return spdlog::level::off;
+        case 1:
+            return spdlog::level::err;
+        case 2:
+            return spdlog::level::warn;
+        case 3:
+            return spdlog::level::info;
+        case 4:
+            return spdlog::level::debug;
+        default:
+            return spdlog::level::off;
     }
 }
 
 }  // namespace
 
 // level: 1 error, 2 warn, 3 info, 4 debug (pipespin::LogLevel).
-extern "C" __attribute__((visibility("default"))) int pipespin_log_v1(int level,
-                                                                      const char* message) noexcept {
+extern "C" __attribute__((visibility("default"))) int pipespin_log_v1(
+    int level, const char* message) noexcept {
     try {
         logger().log(to_spdlog(level), message);
         return 0;

@@ -75,7 +75,7 @@ TEST_CASE_METHOD(Fixture, "pipe() marks both ends without asking the kernel", "[
 
 TEST_CASE_METHOD(Fixture, "close, then reuse of the number by a non-pipe", "[fd_table]") {
     t.set_pipe(3, 4);
-    t.forget(3);  // close(3)
+    t.forget(3);                       // close(3)
     Fake::answer[3] = fdbits::kKnown;  // open() got 3: a regular file
     CHECK_FALSE(t.lookup(3, Fake::classify).pipe());
     CHECK(Fake::calls == 1);

@@ -15,7 +15,9 @@ constexpr std::uint64_t kUs = 1000;
 constexpr std::uint64_t kCeiling = 50 * kUs;
 
 std::uint64_t g_now = 0;
-std::uint64_t fake_now() noexcept { return g_now; }
+std::uint64_t fake_now() noexcept {
+    return g_now;
+}
 
 // One call in the simulated world: the peer delivers `wait_ns` after the
 // call starts (0: already there) and `bytes` come back.
@@ -77,8 +79,8 @@ struct Sim {
     }
 };
 
-constexpr Step kShort{3 * kUs, 1};        // ping-pong: the peer answers in 3 µs
-constexpr Step kSparse{2'000 * kUs, 1};   // a byte every 2 ms
+constexpr Step kShort{3 * kUs, 1};       // ping-pong: the peer answers in 3 µs
+constexpr Step kSparse{2'000 * kUs, 1};  // a byte every 2 ms
 
 }  // namespace
 
@@ -130,8 +132,8 @@ TEST_CASE("long waits converge to no spin within a bounded number of waits", "[p
     // kExploitMax epochs.
     const std::uint64_t n = 200 * SpinPolicy::kEpochCalls;
     const std::uint64_t spun = sim.run(n, kSparse);
-    CHECK(spun <= (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) *
-                      SpinPolicy::kLongWaitLimit);
+    CHECK(spun <=
+          (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) * SpinPolicy::kLongWaitLimit);
 }
 
 TEST_CASE("alternating phases recover both ways", "[policy]") {
