@@ -30,47 +30,18 @@
 #include <cstring>
 #include <initializer_list>
 
+// The check macros (CHECK, CHECK_EQ, CHECK_ERRNO) and the small helpers
+// both suites use come from the e2e suite's header.
+#include "../e2e/common.h"
+
 namespace rel {
-
-[[noreturn]] inline void fail(const char* file, int line, const char* what, int err) {
-    std::fprintf(stderr, "%s:%d: pid %d: check failed: %s (errno %d: %s)\n", file, line,
-                 static_cast<int>(getpid()), what, err, std::strerror(err));
-    std::fflush(stderr);
-    _exit(1);  // a forked child must not flush stdio buffers it shares with its parent
-}
-
-[[noreturn]] inline void fail_eq(const char* file, int line, const char* a, const char* b,
-                                 long long va, long long vb, int err) {
-    char what[512];
-    std::snprintf(what, sizeof what, "%s == %s, but %lld != %lld", a, b, va, vb);
-    fail(file, line, what, err);
-}
-
+using e2e::fail;
+using e2e::fail_eq;
+using e2e::fork_child;
+using e2e::make_pipe;
+using e2e::now_ns;
+using e2e::set_nonblock;
 }  // namespace rel
-
-#define CHECK(cond)                                                 \
-    do {                                                            \
-        if (!(cond)) ::rel::fail(__FILE__, __LINE__, #cond, errno); \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                    \
-    do {                                                                                  \
-        const long long check_a_ = static_cast<long long>(a);                             \
-        const int check_errno_ = errno;                                                   \
-        const long long check_b_ = static_cast<long long>(b);                             \
-        if (check_a_ != check_b_)                                                         \
-            ::rel::fail_eq(__FILE__, __LINE__, #a, #b, check_a_, check_b_, check_errno_); \
-    } while (0)
-
-// A call that must fail with this errno.
-#define CHECK_ERRNO(call, err)                                                        \
-    do {                                                                              \
-        errno = 0;                                                                    \
-        const long long check_r_ = static_cast<long long>(call);                      \
-        const int check_errno_ = errno;                                               \
-        if (check_r_ != -1 || check_errno_ != (err))                                  \
-            ::rel::fail(__FILE__, __LINE__, #call " fails with " #err, check_errno_); \
-    } while (0)
 
 namespace rel {
 
@@ -106,9 +77,6 @@ inline pid_t gettid_() {
     return static_cast<pid_t>(syscall(SYS_gettid));
 }
 
-inline void make_pipe(int fds[2]) {
-    CHECK_EQ(pipe(fds), 0);
-}
 
 inline void write_full(int fd, const void* buf, size_t n) {
     const auto* p = static_cast<const unsigned char*>(buf);
@@ -148,18 +116,7 @@ inline char recv_byte(int fd) {
     return c;
 }
 
-inline void set_nonblock(int fd, bool on) {
-    int fl = fcntl(fd, F_GETFL);
-    CHECK(fl >= 0);
-    CHECK_EQ(fcntl(fd, F_SETFL, on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK)), 0);
-}
 
-inline pid_t fork_child() {
-    std::fflush(nullptr);
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    return pid;
-}
 
 inline void wait_ok(pid_t pid) {
     int status = 0;
@@ -193,12 +150,6 @@ struct Rng {
     std::uint64_t in(std::uint64_t lo, std::uint64_t hi) { return lo + next() % (hi - lo + 1); }
 };
 
-inline std::uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 inline std::uint64_t clock_ns(clockid_t clock) {
     timespec ts;
