@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 namespace e2e {
 
@@ -173,6 +174,22 @@ inline void set_nonblock(int fd, bool on) {
     int fl = fcntl(fd, F_GETFL);
     CHECK(fl >= 0);
     CHECK_EQ(fcntl(fd, F_SETFL, on ? (fl | O_NONBLOCK) : (fl & ~O_NONBLOCK)), 0);
+}
+
+// Fills a non-blocking pipe until a write fails with EAGAIN (PIPE_BUF chunks,
+// then single bytes); returns the bytes written.
+inline size_t fill_until_eagain(int wfd) {
+    static char buf[PIPE_BUF];
+    size_t total = 0;
+    for (size_t size : {sizeof buf, size_t{1}}) {
+        for (;;) {
+            ssize_t r = write(wfd, buf, size);
+            if (r < 0) break;
+            total += static_cast<size_t>(r);
+        }
+        CHECK_EQ(errno, EAGAIN);
+    }
+    return total;
 }
 
 }  // namespace e2e

@@ -16,21 +16,6 @@ namespace {
 
 constexpr int kCalls = 200;
 
-// Fills the pipe until a write fails with EAGAIN; returns the bytes written.
-size_t fill(int wfd) {
-    static char buf[PIPE_BUF];
-    size_t total = 0;
-    for (size_t size : {sizeof buf, size_t{1}}) {
-        for (;;) {
-            ssize_t r = write(wfd, buf, size);
-            if (r < 0) break;
-            total += static_cast<size_t>(r);
-        }
-        CHECK_EQ(errno, EAGAIN);
-    }
-    return total;
-}
-
 // rfd and wfd are one pipe's ends, both already in non-blocking mode (perhaps
 // through another fd or process).
 void expect_eagain(const char* how, int rfd, int wfd) {
@@ -39,7 +24,7 @@ void expect_eagain(const char* how, int rfd, int wfd) {
     for (int i = 0; i < kCalls; ++i) CHECK_ERRNO(read(rfd, &c, 1), EAGAIN);
     const std::uint64_t read_ns = now_ns() - start;
 
-    const size_t filled = fill(wfd);
+    const size_t filled = fill_until_eagain(wfd);
     CHECK(filled >= PIPE_BUF);
     start = now_ns();
     for (int i = 0; i < kCalls; ++i) CHECK_ERRNO(write(wfd, "x", 1), EAGAIN);

@@ -313,21 +313,6 @@ void high_case() {
 constexpr int kCalls = 1000;
 constexpr std::uint64_t kBoundNs = 50'000'000'000ull;  // 1000 x 100 ms would be 100 s
 
-// Fills the (non-blocking) pipe until a write fails with EAGAIN.
-size_t fill(int wfd) {
-    static char buf[kPipeSize];
-    size_t total = 0;
-    for (size_t size : {sizeof buf, size_t{1}}) {
-        for (;;) {
-            ssize_t r = write(wfd, buf, size);
-            if (r < 0) break;
-            total += static_cast<size_t>(r);
-        }
-        CHECK_EQ(errno, EAGAIN);
-    }
-    return total;
-}
-
 // rfd and wfd are one pipe's ends, in non-blocking mode by now.
 void expect_eagain(const char* how, int rfd, int wfd) {
     char c = 0;
@@ -344,7 +329,7 @@ void expect_eagain(const char* how, int rfd, int wfd) {
         check_bound(start, i + 1);
     }
     const std::uint64_t read_ns = now_ns() - start;
-    const size_t filled = fill(wfd);
+    const size_t filled = fill_until_eagain(wfd);
     start = now_ns();
     for (int i = 0; i < kCalls; ++i) {
         CHECK_ERRNO(write(wfd, "x", 1), EAGAIN);

@@ -37,6 +37,7 @@
 namespace rel {
 using e2e::fail;
 using e2e::fail_eq;
+using e2e::fill_until_eagain;
 using e2e::fork_child;
 using e2e::make_pipe;
 using e2e::now_ns;
