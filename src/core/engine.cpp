@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/epoll.h>
 
 #include <algorithm>
 
@@ -77,6 +78,10 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
 struct Hold {
     int fd;         // the program's fd
     int held = -1;  // our reference, once taken
+    // False where the real call cannot go through a reference (stdio,
+    // splice: libc or the kernel use the fd number): the look uses the
+    // number too, as the call will.
+    bool may_hold = true;
     int look_fd() const noexcept { return held >= 0 ? held : fd; }
 };
 
@@ -111,12 +116,15 @@ struct Looker {
     FdInfo info;
     void* buf;
     std::size_t n;
+    const void* iov = nullptr;  // readv: the caller's iovecs instead of buf
+    int iovcnt = 0;
     long result = 0;
 
     Look operator()(unsigned iteration) noexcept {
         if (nowait) {
-            long r = events == sys::kPollIn ? sys::read_nowait(hold.look_fd(), buf, n)
-                                            : sys::write_nowait(hold.look_fd(), buf, n);
+            long r = iov != nullptr ? sys::readv_nowait(hold.look_fd(), iov, iovcnt)
+                     : events == sys::kPollIn ? sys::read_nowait(hold.look_fd(), buf, n)
+                                              : sys::write_nowait(hold.look_fd(), buf, n);
             // EPIPE: the kernel already raised SIGPIPE; the program must see
             // this very result, not a second write.
             if (r >= 0 || r == -EPIPE) {
@@ -155,7 +163,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
                 return SpinEnd::NonBlocking;
             }
         }
-        if (hold != nullptr && hold->held < 0 && i > kNonBlockCheckAt &&
+        if (hold != nullptr && hold->may_hold && hold->held < 0 && i > kNonBlockCheckAt &&
             sys::now_ns() - start >= kHoldAfterNs) {
             int held = take_hold(hold->fd);
             if (held < 0) {  // no fd to spare: stop spinning, let the real call wait
@@ -215,6 +223,20 @@ bool oversubscribed(std::uint64_t now) noexcept {
     return over;
 }
 
+// Per family of hooks, each on its own line: only waits that spin count.
+struct alignas(64) ViaCounters {
+    std::atomic<std::uint64_t> waits{0}, spins{0}, spin_hits{0};
+};
+ViaCounters g_via[kViaCount];
+
+void count_via(Via via, SpinEnd end) noexcept {
+    ViaCounters& c = g_via[static_cast<int>(via)];
+    c.waits.fetch_add(1, std::memory_order_relaxed);
+    c.spins.fetch_add(1, std::memory_order_relaxed);
+    if (end == SpinEnd::Ready || end == SpinEnd::Answer)
+        c.spin_hits.fetch_add(1, std::memory_order_relaxed);
+}
+
 void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
@@ -248,7 +270,10 @@ bool cpu_free_for_peer() noexcept {
 
 // Shared by read and write: one look; if the fd would block and is in
 // blocking mode, spin within the policy's budget.
-Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
+// readv passes its iovecs (and n = 1: the kernel knows the size), writev
+// iov = null and n = SIZE_MAX (only ever probed, never tried).
+Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
+             const void* iov = nullptr, int iovcnt = 0) {
     if (n == 0) return {};
     FdInfo info = g_table.lookup(fd, classify_fd);
     if (!info.can(dir)) return {};
@@ -271,7 +296,9 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
                 nowait,
                 info,
                 buf,
-                n};
+                n,
+                iov,
+                iovcnt};
     const SignalMark mark;
     switch (look(0)) {
         case Look::Answer:
@@ -293,6 +320,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
     if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
     count_spin(st, plan, end, spent);
+    count_via(via, end);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
@@ -403,6 +431,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
     });
     count_spin(*st, plan, end, spent);
+    count_via(Via::Poll, end);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
@@ -412,6 +441,294 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         plan.timeout_ms = std::max(0, timeout_ms - static_cast<int>(spent / 1'000'000u));
     }
     return plan;
+}
+
+// ---- stdio, readv/writev, splice, select, ppoll, epoll ---------------------
+
+namespace {
+
+// Signals glibc keeps for itself (SIGCANCEL, SIGSETXID): never blocked,
+// whatever mask the program passes, as glibc's sigprocmask does.
+constexpr std::uint64_t kNeverBlock = (1ull << (32 - 1)) | (1ull << (33 - 1));
+
+// The spin shared by select, ppoll and epoll, once the set is known to hold
+// a tracked pipe (whose state `st` decides) and a first look found nothing
+// ready. `look` is the call itself with a zero timeout: > 0 ready, 0
+// nothing, -errno. Its answer is the program's (answer_is_done: ppoll and
+// epoll, whose look wrote the result where the program reads it) or only a
+// sign that the real call will not wait (select, whose look ran on copies).
+// A signal handler that runs ends the wait with EINTR, whatever SA_RESTART
+// says, as for these calls in the kernel.
+template <class SetLook>
+Plan spin_set(Plan plan, DirState& st, Via via, std::int64_t timeout_ns, const void* sigmask,
+              const SignalMark& mark, bool answer_is_done, SetLook&& look) {
+    plan.dir = &st;
+    plan.per_call = true;
+    std::uint64_t budget = g_runtime.spin_poll ? budget_for(st) : 0;
+    if (timeout_ns >= 0) budget = std::min<std::uint64_t>(budget, timeout_ns);
+    if (budget == 0) return plan;
+    if (!cpu_free_for_peer()) {
+        SpinPolicy::on_no_cpu(st.policy);
+        return plan;
+    }
+    if (sigmask != nullptr) {
+        // The call waits under the caller's mask: so do the spin and the
+        // real call after it (end_wait() restores ours). The first look
+        // read the mask through the kernel, so it is readable.
+        std::uint64_t mask;
+        __builtin_memcpy(&mask, sigmask, sizeof mask);
+        mask &= ~kNeverBlock;
+        plan.mask_applied = sys::sigmask_swap(&mask, &plan.old_mask) == 0;
+    }
+    st.waits.fetch_add(1, std::memory_order_relaxed);
+    long ready = 0;
+    bool eintr = false;
+    std::uint64_t spent = 0;
+    SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
+        ready = look();
+        if (ready == -EINTR) {  // a handler ran during the look itself
+            eintr = true;
+            return Look::Ready;
+        }
+        if (ready > 0) return answer_is_done ? Look::Answer : Look::Ready;
+        return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
+    });
+    if (eintr) end = SpinEnd::Interrupted;
+    count_spin(st, plan, end, spent);
+    count_via(via, end);
+    plan.obs.budget_ns = budget;
+    if (end == SpinEnd::Answer) {
+        plan.action = Plan::Action::Done;
+        plan.result = ready;
+    }
+    if (timeout_ns >= 0)
+        plan.timeout_ns = std::max<std::int64_t>(0, timeout_ns - static_cast<std::int64_t>(spent));
+    if (plan.action != Plan::Action::Call) end_wait(plan);
+    return plan;
+}
+
+Plan interrupted(Plan plan) noexcept {
+    plan.action = Plan::Action::Interrupted;
+    return plan;
+}
+
+// Which pipe each epoll set waits on (one per set: the first one added),
+// indexed by the epoll fd. A word: fd (16 bits), direction, valid, and the
+// generations of the pipe's and the epoll fd's table slots (23 bits each),
+// so that a close of either, which the table sees, makes the entry stale.
+std::atomic<std::uint64_t> g_epoll_watch[FdTable::kSize];
+constexpr std::uint64_t kWatchValid = 1ull << 17;
+
+std::uint64_t gen_of(int fd) noexcept {
+    return (g_table.slot(fd)->word.load(std::memory_order_acquire) >> 32) & 0x7fffff;
+}
+
+std::uint64_t watch_word(int fd, Dir dir, int epfd) noexcept {
+    return static_cast<std::uint64_t>(fd) | (static_cast<std::uint64_t>(dir) << 16) | kWatchValid |
+           (gen_of(fd) << 18) | (gen_of(epfd) << 41);
+}
+
+// The pipe an epoll set still waits on, or -1.
+int watched_pipe(int epfd, std::uint64_t w, Dir* dir) noexcept {
+    if (!(w & kWatchValid)) return -1;
+    const int fd = static_cast<int>(w & 0xffff);
+    *dir = static_cast<Dir>((w >> 16) & 1);
+    if (((w >> 41) & 0x7fffff) != gen_of(epfd) || ((w >> 18) & 0x7fffff) != gen_of(fd)) return -1;
+    return fd;
+}
+
+DirState* first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
+    auto* pfds = static_cast<sys::PollFd*>(fds);
+    for (unsigned long i = 0; i < nfds; ++i) {
+        if (pfds[i].fd < 0) continue;
+        FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
+        if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
+            return &info.slot->dir[static_cast<int>(Dir::Read)];
+        if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
+            return &info.slot->dir[static_cast<int>(Dir::Write)];
+    }
+    return nullptr;
+}
+
+bool set_waits_off() noexcept {
+    return g_runtime.params.mode == Mode::Off || !g_runtime.spin_poll;
+}
+
+}  // namespace
+
+ViaTotals via_totals(Via v) noexcept {
+    const ViaCounters& c = g_via[static_cast<int>(v)];
+    return {c.waits.load(std::memory_order_relaxed), c.spins.load(std::memory_order_relaxed),
+            c.spin_hits.load(std::memory_order_relaxed)};
+}
+
+const char* via_name(Via v) noexcept {
+    static constexpr const char* kNames[kViaCount] = {"io",     "poll",   "stdio", "vector",
+                                                      "select", "epoll", "splice"};
+    return kNames[static_cast<int>(v)];
+}
+
+Plan before_ready(int fd, Dir dir, Via via) {
+    FdInfo info = g_table.lookup(fd, classify_fd);
+    if (!info.can(dir)) return {};
+    DirState& st = info.slot->dir[static_cast<int>(dir)];
+    Plan plan;
+    plan.dir = &st;
+    plan.per_call = true;
+    const std::uint64_t budget = g_runtime.spin_dir[static_cast<int>(dir)] ? budget_for(st) : 0;
+    if (budget == 0) return plan;
+    Hold hold{fd};
+    hold.may_hold = false;
+    Looker look{hold,
+                dir == Dir::Read ? sys::kPollIn : sys::kPollOut,
+                g_runtime.probe == Probe::Nowait ? Probe::Poll : g_runtime.probe,
+                false,  // never the operation itself: this look must not consume
+                info,
+                nullptr,
+                0};
+    const SignalMark mark;
+    if (look(0) != Look::Pending) return plan;
+    if (!cpu_free_for_peer()) {
+        SpinPolicy::on_no_cpu(st.policy);
+        return plan;
+    }
+    std::uint64_t spent = 0;
+    SpinEnd end = spin(mark, budget, spent, look, &hold);
+    if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
+    st.waits.fetch_add(1, std::memory_order_relaxed);
+    if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
+    count_spin(st, plan, end, spent);
+    count_via(via, end);
+    plan.obs.budget_ns = budget;
+    return plan;
+}
+
+Plan before_readv(int fd, const void* iov, int iovcnt) {
+    // A count the kernel refuses is the real call's EINVAL (and must not
+    // pass for "RWF_NOWAIT unsupported on this fd").
+    if (iovcnt <= 0 || iovcnt > IOV_MAX) return {};
+    return wait_io(fd, Dir::Read, nullptr, 1, Via::Vector, iov, iovcnt);
+}
+
+Plan before_writev(int fd, const void*, int iovcnt) {
+    if (iovcnt <= 0 || iovcnt > IOV_MAX) return {};
+    return wait_io(fd, Dir::Write, nullptr, SIZE_MAX, Via::Vector);
+}
+
+Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t timeout_ns,
+                   const void* sigmask) {
+    Plan plan;
+    plan.timeout_ns = timeout_ns;
+    constexpr int kMaxFds = 1024;  // FD_SETSIZE; larger sets are left alone
+    if (timeout_ns == 0 || nfds <= 0 || nfds > kMaxFds || set_waits_off() ||
+        (rfds == nullptr && wfds == nullptr))  // select(0, 0, 0, 0, &tv): a sleep
+        return plan;
+    constexpr int kWords = kMaxFds / 64;
+    const int words = (nfds + 63) / 64;
+    const std::size_t bytes = static_cast<std::size_t>(words) * 8;
+    void* user[3] = {rfds, wfds, efds};
+    std::uint64_t in[3][kWords];
+    // Through the kernel: a bad pointer is the real call's EFAULT.
+    for (int k = 0; k < 3; ++k)
+        if (user[k] != nullptr && sys::copy_in(in[k], user[k], bytes) < 0) return plan;
+
+    // The first tracked pipe in the read set, else in the write set.
+    DirState* st = nullptr;
+    for (int k = 0; k < 2 && st == nullptr; ++k) {
+        if (user[k] == nullptr) continue;
+        const Dir dir = k == 0 ? Dir::Read : Dir::Write;
+        for (int w = 0; w < words && st == nullptr; ++w) {
+            for (std::uint64_t bits = in[k][w]; bits != 0; bits &= bits - 1) {
+                const int fd = w * 64 + __builtin_ctzll(bits);
+                if (fd >= nfds) break;
+                FdInfo info = g_table.lookup(fd, classify_fd);
+                if (info.can(dir)) {
+                    st = &info.slot->dir[static_cast<int>(dir)];
+                    break;
+                }
+            }
+        }
+    }
+    if (st == nullptr) return plan;
+
+    std::uint64_t work[3][kWords];
+    auto look = [&]() noexcept {
+        void* sets[3];
+        for (int k = 0; k < 3; ++k) {
+            sets[k] = user[k] != nullptr ? work[k] : nullptr;
+            if (sets[k] != nullptr) __builtin_memcpy(work[k], in[k], bytes);
+        }
+        return sys::pselect0(nfds, sets[0], sets[1], sets[2], sigmask);
+    };
+    const SignalMark mark;
+    const long r = look();
+    if (r == -EINTR) return interrupted(plan);
+    if (r != 0) return plan;  // ready, or an error: the real call says which
+    return spin_set(plan, *st, Via::Select, timeout_ns, sigmask, mark, false, look);
+}
+
+Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask) {
+    Plan plan;
+    plan.timeout_ns = timeout_ns;
+    if (timeout_ns == 0 || nfds == 0 || set_waits_off()) return plan;
+    // The kernel looks first: it validates the array and the mask.
+    const SignalMark mark;
+    const long r = sys::ppoll0(fds, nfds, sigmask);
+    if (r > 0) return done(nullptr, r);
+    if (r == -EINTR) return interrupted(plan);
+    if (r < 0) return plan;
+    DirState* st = first_pipe_in_pollfds(fds, nfds);
+    if (st == nullptr) return plan;
+    return spin_set(plan, *st, Via::Poll, timeout_ns, sigmask, mark, true,
+                    [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
+}
+
+void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
+    if (g_table.slot(epfd) == nullptr || g_table.slot(fd) == nullptr) return;
+    std::atomic<std::uint64_t>& slot = g_epoll_watch[epfd];
+    const std::uint64_t w = slot.load(std::memory_order_acquire);
+    Dir old_dir;
+    const int watched = watched_pipe(epfd, w, &old_dir);
+    if (op == EPOLL_CTL_DEL) {
+        if (watched == fd) slot.store(0, std::memory_order_release);
+        return;
+    }
+    if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD) return;
+    if (watched >= 0 && watched != fd) return;  // the set keeps its first pipe
+    FdInfo info = g_table.lookup(fd, classify_fd);
+    if ((events & sys::kPollIn) && info.can(Dir::Read))
+        slot.store(watch_word(fd, Dir::Read, epfd), std::memory_order_release);
+    else if ((events & sys::kPollOut) && info.can(Dir::Write))
+        slot.store(watch_word(fd, Dir::Write, epfd), std::memory_order_release);
+    else if (watched == fd)
+        slot.store(0, std::memory_order_release);
+}
+
+Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeout_ns,
+                       const void* sigmask) {
+    Plan plan;
+    plan.timeout_ns = timeout_ns;
+    if (timeout_ns == 0 || maxevents <= 0 || set_waits_off() || g_table.slot(epfd) == nullptr)
+        return plan;
+    Dir dir;
+    const int fd = watched_pipe(epfd, g_epoll_watch[epfd].load(std::memory_order_acquire), &dir);
+    if (fd < 0) return plan;
+    FdInfo info = g_table.lookup(fd, classify_fd);
+    if (!info.can(dir)) return plan;
+    const SignalMark mark;
+    const long r = sys::epoll_pwait0(epfd, events, maxevents, sigmask);
+    if (r > 0) return done(nullptr, r);
+    if (r == -EINTR) return interrupted(plan);
+    if (r < 0) return plan;
+    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], Via::Epoll, timeout_ns, sigmask,
+                    mark, true,
+                    [&]() noexcept { return sys::epoll_pwait0(epfd, events, maxevents, sigmask); });
+}
+
+void end_wait(Plan& plan) noexcept {
+    if (!plan.mask_applied) return;
+    plan.mask_applied = false;
+    sys::sigmask_swap(&plan.old_mask, nullptr);
 }
 
 void after_call(Plan& plan, long result) noexcept {

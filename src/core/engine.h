@@ -33,6 +33,14 @@ struct Plan {
     DirState* dir = nullptr;   // a tracked pipe: after_call() counts the call
     WaitObservation obs;       // obs.spun: a spin ran, after_call() learns from it
     std::uint64_t t_call = 0;  // when the real call was let go
+    // select, ppoll, epoll: what remains of the caller's timeout after the
+    // spin (-1: none), in ns; the caller rounds it up to its own unit.
+    std::int64_t timeout_ns = -1;
+    // pselect, ppoll, epoll_pwait with a signal mask: the spin ran under the
+    // caller's mask, as the call would wait; the real call must run under it
+    // too, then end_wait() puts this one back.
+    bool mask_applied = false;
+    std::uint64_t old_mask = 0;
 };
 
 // Process-wide settings, constant-initialised so that calls arriving before
@@ -58,6 +66,51 @@ Plan before_read(int fd, void* buf, std::size_t n);
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
+
+// ---- the waits that real programs make without calling read() ------------
+//
+// Which family of hooks a wait came through. Counted per process (waits that
+// found the fd not ready, spins, hits) so that the exit report and `pipespin
+// coverage` can tell which hooks engaged.
+enum class Via : std::uint8_t { Io, Poll, Stdio, Vector, Select, Epoll, Splice };
+inline constexpr int kViaCount = 7;
+struct ViaTotals {
+    std::uint64_t waits = 0, spins = 0, spin_hits = 0;
+};
+ViaTotals via_totals(Via v) noexcept;
+const char* via_name(Via v) noexcept;  // "io", "poll", "stdio", ...
+
+// stdio refills, splice, tee: the real call reads (or writes) inside libc or
+// the kernel, where no probe can stand in for it. Waits, consuming nothing
+// (a zero-timeout poll or FIONREAD, never a RWF_NOWAIT read), until fd is
+// ready for `dir` or the budget runs out. Never Done; Interrupted exactly
+// when a blocking read or write would have failed with EINTR.
+Plan before_ready(int fd, Dir dir, Via via);
+// readv: as before_read, the nowait look being preadv2 of the same iovecs.
+Plan before_readv(int fd, const void* iov, int iovcnt);
+// writev: a wait for room (never a nowait look: a vector larger than
+// PIPE_BUF may be split), then the real writev.
+Plan before_writev(int fd, const void* iov, int iovcnt);
+// select and pselect: the sets are the caller's fd_set pointers (any may be
+// null), timeout_ns < 0 for none, sigmask the kernel's 8-byte mask or null.
+// Never Done (the real call fills in the sets); on Call, the real call gets
+// plan.timeout_ns.
+Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t timeout_ns,
+                   const void* sigmask);
+// ppoll: as before_poll, with ns and a mask.
+Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask);
+// epoll_ctl succeeded: remember which pipe an epoll set waits on.
+void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept;
+// epoll_wait, epoll_pwait, epoll_pwait2. Done carries the events a
+// zero-timeout epoll_pwait returned (an edge-triggered or one-shot event is
+// consumed by it, so that is the answer).
+Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeout_ns,
+                       const void* sigmask);
+// After the real call of a plan from the select/ppoll/epoll family (or
+// right away for Done/Interrupted): puts the thread's signal mask back.
+// Leaves errno alone.
+void end_wait(Plan& plan) noexcept;
+
 // Closes a reference a plan held (plan.held_fd) once its real call returned.
 void release_hold(int held_fd) noexcept;
 // In a child after fork(): closes the references other threads of the

@@ -1,4 +1,6 @@
-// The only extern "C" definitions of libc names in pipespin.
+// The only extern "C" definitions of libc names in pipespin, with
+// hooks_stdio.cpp (stdio reads), hooks_vector.cpp (readv, writev, splice,
+// tee) and hooks_event.cpp (select, ppoll, epoll).
 //
 // Contract of every wrapper, in four steps:
 //   1. if the shim is not engaged (before its constructor ran, or inside its
@@ -21,75 +23,13 @@
 
 #include "core/engine.h"
 #include "interpose/real.h"
+#include "interpose/wrap.h"
 #include "platform/sys.h"
-
-#define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
 
 using namespace pipespin;
 using namespace pipespin::interpose;
 
-extern "C" void __chk_fail(void) __attribute__((noreturn));
-
 namespace {
-
-// Raw-syscall result to the libc convention.
-long to_libc(long r) noexcept {
-    if (r < 0) {
-        errno = static_cast<int>(-r);
-        return -1;
-    }
-    return r;
-}
-
-// The real call, on the fd the program named, or on the shim's reference to
-// the file the call began on (then closed, also if the thread is cancelled).
-template <class R, class Call>
-R call_real(const Plan& plan, int fd, Call& call) {
-    if (plan.held_fd < 0) return call(fd);
-    struct Ctx {
-        Call* call;
-        int fd;
-        R r;
-    } ctx{&call, plan.held_fd, R{}};
-    sys::call_holding(
-        [](void* p) {
-            auto* c = static_cast<Ctx*>(p);
-            c->r = (*c->call)(c->fd);
-        },
-        &ctx, plan.held_fd);
-    const int e = errno;
-    release_hold(plan.held_fd);
-    errno = e;
-    return ctx.r;
-}
-
-template <class R, class Call>
-R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
-    switch (plan.action) {
-        case Plan::Action::Done:
-            after_call(plan, plan.result);
-            if (plan.result < 0) {
-                errno = static_cast<int>(-plan.result);
-                return -1;
-            }
-            errno = saved_errno;
-            return static_cast<R>(plan.result);
-        case Plan::Action::Interrupted:
-            after_call(plan, -EINTR);
-            errno = EINTR;
-            return -1;
-        case Plan::Action::Call:
-            break;
-    }
-    errno = saved_errno;
-    R r = call_real<R>(plan, fd, call);
-    if (plan.dir != nullptr) {
-        const int e = errno;
-        after_call(plan, static_cast<long>(r));
-        errno = e;
-    }
-    return r;
-}
 
 ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]] {
@@ -270,6 +210,9 @@ FILE* reopened(int old_fd, FILE* now) noexcept {
 
 PIPESPIN_EXPORT int fclose(FILE* fp) {
     const int fd = fd_of(fp);
+    // Programs that close their stderr at exit (coreutils' close_stdout)
+    // would leave the exit report nowhere to go: write it now.
+    if (fd == STDERR_FILENO && engaged()) write_exit_report();
     int r = lazy(real_fclose, "fclose")(fp);
     fd_table().forget(fd);
     return r;

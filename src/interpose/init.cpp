@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -59,7 +60,16 @@ __attribute__((constructor)) void pipespin_init() {
 }
 
 __attribute__((destructor)) void pipespin_fini() {
-    if (!g_ready.load() || !report::enabled(LogLevel::Info)) return;
+    write_exit_report();
+}
+
+}  // namespace
+
+void write_exit_report() noexcept {
+    // Once per process: a program that closes its stderr gets the report
+    // just before (see fclose in hooks.cpp), not again at exit.
+    static std::atomic<bool> done{false};
+    if (!g_ready.load() || !report::enabled(LogLevel::Info) || done.exchange(true)) return;
     BusyScope busy;
     char line[256];
     for (Dir d : {Dir::Read, Dir::Write}) {
@@ -71,7 +81,16 @@ __attribute__((destructor)) void pipespin_fini() {
             static_cast<unsigned long long>(t.spin_ns / 1000));
         report::write(LogLevel::Info, line);
     }
+    // Which hooks the spins came through: spins/hits per family.
+    int n = std::snprintf(line, sizeof line, "exit pid=%d spins by hook:", ::getpid());
+    for (int v = 0; v < kViaCount && n > 0 && static_cast<std::size_t>(n) < sizeof line; ++v) {
+        const ViaTotals t = via_totals(static_cast<Via>(v));
+        n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu/%llu",
+                           via_name(static_cast<Via>(v)),
+                           static_cast<unsigned long long>(t.spins),
+                           static_cast<unsigned long long>(t.spin_hits));
+    }
+    report::write(LogLevel::Info, line);
 }
 
-}  // namespace
 }  // namespace pipespin::interpose

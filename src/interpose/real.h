@@ -8,8 +8,12 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstddef>
@@ -53,6 +57,10 @@ public:
 private:
     bool was_;
 };
+
+// init.cpp: the per-process summary (PIPESPIN_LOG=info), once: at exit, or
+// just before the program closes its stderr, whichever comes first.
+void write_exit_report() noexcept;
 
 inline bool engaged() noexcept {
     return g_ready.load(std::memory_order_acquire) && !t_busy;

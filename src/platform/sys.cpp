@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -43,6 +44,46 @@ long read_nowait(int fd, void* buf, std::size_t n) noexcept {
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept {
     iovec iov{const_cast<void*>(buf), n};
     return raw(SYS_pwritev2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+}
+
+long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
+    return raw(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+}
+
+long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept {
+    timespec zero{0, 0};
+    struct {
+        const void* set;
+        unsigned long size;
+    } mask{sigmask, 8};
+    return raw(SYS_pselect6, nfds, reinterpret_cast<long>(rfds), reinterpret_cast<long>(wfds),
+               reinterpret_cast<long>(efds), reinterpret_cast<long>(&zero),
+               sigmask != nullptr ? reinterpret_cast<long>(&mask) : 0);
+}
+
+long ppoll0(void* fds, unsigned long nfds, const void* sigmask) noexcept {
+    timespec zero{0, 0};
+    return raw(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+               reinterpret_cast<long>(&zero), reinterpret_cast<long>(sigmask), 8);
+}
+
+long epoll_pwait0(int epfd, void* events, int maxevents, const void* sigmask) noexcept {
+    return raw(SYS_epoll_pwait, epfd, reinterpret_cast<long>(events), maxevents, 0,
+               reinterpret_cast<long>(sigmask), 8);
+}
+
+long copy_in(void* dst, const void* src, std::size_t n) noexcept {
+    iovec local{dst, n};
+    iovec remote{const_cast<void*>(src), n};
+    long r = raw(SYS_process_vm_readv, raw(SYS_getpid), reinterpret_cast<long>(&local), 1,
+                 reinterpret_cast<long>(&remote), 1, 0);
+    if (r < 0) return r;
+    return static_cast<std::size_t>(r) == n ? r : -EFAULT;
+}
+
+long sigmask_swap(const std::uint64_t* mask, std::uint64_t* old) noexcept {
+    return raw(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(mask),
+               reinterpret_cast<long>(old), 8);
 }
 
 long fionread(int fd) noexcept {

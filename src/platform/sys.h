@@ -59,6 +59,20 @@ long poll0_one(int fd, short events) noexcept;
 // preadv2/pwritev2 at the current file position with RWF_NOWAIT.
 long read_nowait(int fd, void* buf, std::size_t n) noexcept;
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept;
+// The same with an iovec array (readv): the kernel reads the array, so a
+// bad one is the call's EFAULT, not a fault here.
+long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
+// Zero-timeout probes of whole sets, with the caller's signal mask (8
+// bytes, or null) applied by the kernel for the probe, as the call would.
+long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept;
+long ppoll0(void* fds, unsigned long nfds, const void* sigmask) noexcept;
+long epoll_pwait0(int epfd, void* events, int maxevents, const void* sigmask) noexcept;
+// Copies n bytes of the caller's memory at src through the kernel
+// (process_vm_readv on ourselves): a bad pointer is -EFAULT, not a crash.
+long copy_in(void* dst, const void* src, std::size_t n) noexcept;
+// rt_sigprocmask on the 64 kernel signals: sets *mask (how = SIG_SETMASK),
+// the previous mask in *old.
+long sigmask_swap(const std::uint64_t* mask, std::uint64_t* old) noexcept;
 // ioctl(FIONREAD): bytes queued, or -errno.
 long fionread(int fd) noexcept;
 // fcntl(F_GETFL), or -errno.

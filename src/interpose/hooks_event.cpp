@@ -1,0 +1,240 @@
+// Event waits: select, pselect, ppoll and the epoll family. When the set
+// holds a tracked pipe, the core spins with zero-timeout calls (under the
+// caller's signal mask, where there is one), and the real call then waits
+// for what remains of the caller's timeout, rounded up to the call's unit so
+// that a wait never ends early. select(0, NULL, NULL, NULL, &tv), a sleep,
+// is never spun. The contract is hooks.cpp's; in addition:
+//   - select updates *timeout to the time not slept, as Linux does, counting
+//     the spin as slept;
+//   - a signal handler that runs during the spin fails the call with EINTR,
+//     whatever SA_RESTART says, as the kernel does for these calls;
+//   - epoll_ctl is passed through and tells the core which pipe a set holds.
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+
+#include "core/engine.h"
+#include "interpose/real.h"
+#include "interpose/wrap.h"
+
+using namespace pipespin;
+using namespace pipespin::interpose;
+
+namespace {
+
+constexpr std::int64_t kNsPerSec = 1'000'000'000;
+constexpr std::int64_t kForever = INT64_MAX / 2;  // beyond it, a timeout is "none" to the spin
+
+// A caller's timeout in ns (-1: none), or nullopt-like -2 when it is invalid
+// (the real call reports EINVAL).
+std::int64_t ns_of(long long sec, long long frac, std::int64_t frac_ns, long long frac_max) {
+    if (sec < 0 || frac < 0 || frac >= frac_max) return -2;
+    if (sec >= kForever / kNsPerSec) return kForever;
+    return sec * kNsPerSec + frac * frac_ns;
+}
+
+std::int64_t ns_of(const timespec* ts) {
+    return ts == nullptr ? -1 : ns_of(ts->tv_sec, ts->tv_nsec, 1, kNsPerSec);
+}
+
+timespec timespec_of(std::int64_t ns) {
+    return {static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
+}
+
+// What remains of a timeout given in ms, rounded up.
+int ms_of(std::int64_t ns) {
+    const std::int64_t ms = (ns + 999'999) / 1'000'000;
+    return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+// Done, Interrupted, or the real call (then the thread's mask is put back).
+template <class Call>
+int finish_set(Plan& plan, int saved_errno, Call&& call) {
+    switch (plan.action) {
+        case Plan::Action::Done:
+            after_call(plan, plan.result);
+            errno = saved_errno;
+            return static_cast<int>(plan.result);
+        case Plan::Action::Interrupted:
+            after_call(plan, -EINTR);
+            errno = EINTR;
+            return -1;
+        case Plan::Action::Call:
+            break;
+    }
+    errno = saved_errno;
+    const int r = call();
+    const int e = errno;
+    end_wait(plan);
+    if (plan.dir != nullptr) after_call(plan, r);
+    errno = e;
+    return r;
+}
+
+int do_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
+    const int saved = errno;
+    std::int64_t ns = tv == nullptr ? -1 : ns_of(tv->tv_sec, tv->tv_usec, 1000, 1'000'000);
+    if (ns == -2) return real_select(nfds, r, w, e, tv);
+    Plan plan = before_select(nfds, r, w, e, ns, nullptr);
+    if (tv != nullptr && plan.timeout_ns >= 0 && plan.timeout_ns < ns) {
+        // The spin counts as slept; subtract whole µs only.
+        const std::int64_t spent_us = (ns - plan.timeout_ns) / 1000;
+        std::int64_t left_us = static_cast<std::int64_t>(tv->tv_sec) * 1'000'000 + tv->tv_usec;
+        left_us = left_us > spent_us ? left_us - spent_us : 0;
+        if (ns < kForever) {
+            tv->tv_sec = static_cast<time_t>(left_us / 1'000'000);
+            tv->tv_usec = static_cast<suseconds_t>(left_us % 1'000'000);
+        }
+    }
+    return finish_set(plan, saved, [&] { return real_select(nfds, r, w, e, tv); });
+}
+
+int do_ppoll(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask) {
+    const int saved = errno;
+    const std::int64_t ns = ns_of(ts);
+    if (ns == -2) return real_ppoll(fds, nfds, ts, mask);
+    Plan plan = before_ppoll(fds, nfds, ns, mask);
+    return finish_set(plan, saved, [&] {
+        const timespec left = timespec_of(plan.timeout_ns);
+        return real_ppoll(fds, nfds, ts != nullptr && ns < kForever ? &left : ts, mask);
+    });
+}
+
+}  // namespace
+
+// ---- select -----------------------------------------------------------------
+
+PIPESPIN_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, struct timeval* tv) {
+    if (!engaged() || real_select == nullptr) [[unlikely]] {
+        if (real_select != nullptr) return real_select(nfds, r, w, e, tv);
+        return static_cast<int>(to_libc(sys::raw(SYS_select, nfds, reinterpret_cast<long>(r),
+                                                 reinterpret_cast<long>(w),
+                                                 reinterpret_cast<long>(e),
+                                                 reinterpret_cast<long>(tv))));
+    }
+    return do_select(nfds, r, w, e, tv);
+}
+
+PIPESPIN_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const struct timespec* ts,
+                            const sigset_t* mask) {
+    if (!engaged() || real_pselect == nullptr) [[unlikely]] {
+        if (real_pselect != nullptr) return real_pselect(nfds, r, w, e, ts, mask);
+        // The kernel updates the timeout it gets; pselect's is const.
+        timespec copy = ts != nullptr ? *ts : timespec{};
+        struct {
+            const sigset_t* set;
+            unsigned long size;
+        } m{mask, 8};
+        return static_cast<int>(to_libc(sys::raw(
+            SYS_pselect6, nfds, reinterpret_cast<long>(r), reinterpret_cast<long>(w),
+            reinterpret_cast<long>(e), ts != nullptr ? reinterpret_cast<long>(&copy) : 0,
+            mask != nullptr ? reinterpret_cast<long>(&m) : 0)));
+    }
+    const int saved = errno;
+    const std::int64_t ns = ns_of(ts);
+    if (ns == -2) return real_pselect(nfds, r, w, e, ts, mask);
+    Plan plan = before_select(nfds, r, w, e, ns, mask);
+    return finish_set(plan, saved, [&] {
+        const timespec left = timespec_of(plan.timeout_ns);
+        return real_pselect(nfds, r, w, e, ts != nullptr && ns < kForever ? &left : ts, mask);
+    });
+}
+
+// ---- ppoll ------------------------------------------------------------------
+
+PIPESPIN_EXPORT int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* ts,
+                          const sigset_t* mask) {
+    if (!engaged() || real_ppoll == nullptr) [[unlikely]] {
+        if (real_ppoll != nullptr) return real_ppoll(fds, nfds, ts, mask);
+        timespec copy = ts != nullptr ? *ts : timespec{};
+        return static_cast<int>(to_libc(sys::raw(
+            SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+            ts != nullptr ? reinterpret_cast<long>(&copy) : 0, reinterpret_cast<long>(mask), 8)));
+    }
+    return do_ppoll(fds, nfds, ts, mask);
+}
+
+PIPESPIN_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* ts,
+                                const sigset_t* mask, size_t fdslen) {
+    if (fdslen / sizeof(*fds) < nfds) [[unlikely]] {
+        if (auto real = lazy(real___ppoll_chk, "__ppoll_chk")) return real(fds, nfds, ts, mask, fdslen);
+        __chk_fail();
+    }
+    if (!engaged() || real_ppoll == nullptr) [[unlikely]]
+        return ppoll(fds, nfds, ts, mask);
+    return do_ppoll(fds, nfds, ts, mask);
+}
+
+// ---- epoll ------------------------------------------------------------------
+
+PIPESPIN_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev) noexcept {
+    const int r = real_epoll_ctl != nullptr
+                      ? real_epoll_ctl(epfd, op, fd, ev)
+                      : static_cast<int>(to_libc(
+                            sys::raw(SYS_epoll_ctl, epfd, op, fd, reinterpret_cast<long>(ev))));
+    if (r == 0) {
+        const int e = errno;
+        note_epoll_ctl(epfd, op, fd, ev != nullptr && op != EPOLL_CTL_DEL ? ev->events : 0);
+        errno = e;
+    }
+    return r;
+}
+
+namespace {
+
+long raw_epoll_pwait(int epfd, epoll_event* ev, int max, int timeout, const sigset_t* mask) {
+    return to_libc(sys::raw(SYS_epoll_pwait, epfd, reinterpret_cast<long>(ev), max, timeout,
+                            reinterpret_cast<long>(mask), 8));
+}
+
+}  // namespace
+
+PIPESPIN_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int timeout) {
+    if (!engaged() || real_epoll_wait == nullptr) [[unlikely]] {
+        if (real_epoll_wait != nullptr) return real_epoll_wait(epfd, ev, max, timeout);
+        return static_cast<int>(raw_epoll_pwait(epfd, ev, max, timeout, nullptr));
+    }
+    const int saved = errno;
+    Plan plan = before_epoll_wait(epfd, ev, max, timeout < 0 ? -1 : timeout * 1'000'000ll, nullptr);
+    return finish_set(plan, saved, [&] {
+        return real_epoll_wait(epfd, ev, max, timeout < 0 ? timeout : ms_of(plan.timeout_ns));
+    });
+}
+
+PIPESPIN_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int timeout,
+                                const sigset_t* mask) {
+    if (!engaged() || real_epoll_pwait == nullptr) [[unlikely]] {
+        if (real_epoll_pwait != nullptr) return real_epoll_pwait(epfd, ev, max, timeout, mask);
+        return static_cast<int>(raw_epoll_pwait(epfd, ev, max, timeout, mask));
+    }
+    const int saved = errno;
+    Plan plan = before_epoll_wait(epfd, ev, max, timeout < 0 ? -1 : timeout * 1'000'000ll, mask);
+    return finish_set(plan, saved, [&] {
+        return real_epoll_pwait(epfd, ev, max, timeout < 0 ? timeout : ms_of(plan.timeout_ns),
+                                mask);
+    });
+}
+
+PIPESPIN_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
+                                 const struct timespec* ts, const sigset_t* mask) {
+    if (!engaged() || real_epoll_pwait2 == nullptr) [[unlikely]] {
+        if (real_epoll_pwait2 != nullptr) return real_epoll_pwait2(epfd, ev, max, ts, mask);
+        timespec copy = ts != nullptr ? *ts : timespec{};
+        return static_cast<int>(to_libc(sys::raw(
+            SYS_epoll_pwait2, epfd, reinterpret_cast<long>(ev), max,
+            ts != nullptr ? reinterpret_cast<long>(&copy) : 0, reinterpret_cast<long>(mask), 8)));
+    }
+    const int saved = errno;
+    const std::int64_t ns = ns_of(ts);
+    if (ns == -2) return real_epoll_pwait2(epfd, ev, max, ts, mask);
+    Plan plan = before_epoll_wait(epfd, ev, max, ns, mask);
+    return finish_set(plan, saved, [&] {
+        const timespec left = timespec_of(plan.timeout_ns);
+        return real_epoll_pwait2(epfd, ev, max, ts != nullptr && ns < kForever ? &left : ts, mask);
+    });
+}
