@@ -22,6 +22,10 @@
 #                       exit report must have read spins > 0
 #   --no-report         the command's processes may end without an exit report
 #                       (they _exit or close stderr)
+#   --spun-via FAMILY   (configs that must spin) the exit reports' "spins by
+#                       hook" line shows spins through FAMILY (stdio, vector,
+#                       select, epoll, splice, poll, io) in some process
+#   --no-spin-via FAMILY (shim configs) and no spin at all through FAMILY
 #   --imports SYM,...   the command's binary must import these symbols
 #   --log LEVEL         PIPESPIN_LOG in the shim configurations (default info)
 #   --stderr-has RE     (shim configs) some stderr line matches RE (grep -E)
@@ -39,7 +43,7 @@ set -u
 
 config="" lib="" expect_file="" expect_text="" engaged=0 report=1 imports=""
 order_a="" order_b="" log=info stderr_has=()
-extra_env=() warn_var=() warn_value=() warn_used=()
+extra_env=() spun_via=() no_spin_via=() warn_var=() warn_value=() warn_used=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -50,6 +54,8 @@ while [[ $# -gt 0 ]]; do
     --engaged) engaged=1; shift ;;
     --no-report) report=0; shift ;;
     --imports) imports=$2; shift 2 ;;
+    --spun-via) spun_via+=("$2"); shift 2 ;;
+    --no-spin-via) no_spin_via+=("$2"); shift 2 ;;
     --log) log=$2; shift 2 ;;
     --stderr-has) stderr_has+=("$2"); shift 2 ;;
     --stderr-order) order_a=$2; order_b=$3; shift 3 ;;
@@ -131,6 +137,21 @@ else
     idle=$(grep -E ' spins=0 ' <<<"$read_reports")
     [[ -z $idle ]] || fail "the shim did not spin in a process that waited on empty pipes: $idle"
   fi
+  # "pipespin: info: exit pid=P spins by hook: io=S/H poll=S/H stdio=S/H ...":
+  # the spins through one family, summed over the processes.
+  via_spins() {
+    grep -E '^pipespin: info: exit pid=[0-9]+ spins by hook:' <<<"$shim_lines" |
+      grep -oE " $1=[0-9]+" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'
+  }
+  if [[ $spins_expected == 1 ]]; then
+    for f in "${spun_via[@]}"; do
+      (($(via_spins "$f") > 0)) || fail "no spin through the $f hooks (exit reports: none counted)"
+    done
+  fi
+  for f in "${no_spin_via[@]}"; do
+    n=$(via_spins "$f")
+    ((n == 0)) || fail "$n spin(s) through the $f hooks, where none may spin"
+  done
   for re in "${stderr_has[@]}"; do
     grep -qE -- "$re" "$tmp/err" || fail "no stderr line matches '$re'"
   done
