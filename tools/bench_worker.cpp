@@ -16,6 +16,7 @@
 //   pipespin bench-worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker sparse [--expect-shim|--expect-no-shim] N
+//   pipespin bench-worker relay|feed ...   (coverage_worker.cpp)
 //
 // sparse: a forked producer writes N bytes, one every 2 ms on absolute
 // deadlines, then closes its end; this process, the consumer, reads one byte
@@ -250,6 +251,7 @@ bool shim_loaded() {
 int bench_worker_main(Args args) {
     ArgCursor cur("bench-worker", args);
     const std::string_view kind = cur.take_word();
+    if (kind == "relay" || kind == "feed") return coverage_worker(kind, cur);
     if (kind != "pingpong" && kind != "floor" && kind != "sparse")
         throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
     bool threads = false;

@@ -84,6 +84,15 @@ std::string bench_matrix_usage();
 
 // Hidden: what `bench` re-executes under each configuration's environment.
 int bench_worker_main(Args args);
+// bench-worker relay|feed, the loops of `coverage` (coverage_worker.cpp).
+int coverage_worker(std::string_view kind, ArgCursor& cur);
+
+// `pipespin coverage` (cli_coverage.cpp).
+int coverage_main(Args args);
+std::string coverage_usage();
+// Where a benchmark tool is (cli_matrix.cpp: Debian's perf wrapper is
+// looked through), or nullopt with the reason in *note.
+std::optional<std::string> locate_tool(std::string_view tool, std::string* note);
 // The worker flag that makes it fail unless the shim is (or is not) loaded.
 inline std::string_view expect_shim_flag(bool shim) {
     return shim ? "--expect-shim" : "--expect-no-shim";

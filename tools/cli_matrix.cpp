@@ -717,6 +717,12 @@ void write_output(Output& o, const std::string& text) {
 
 }  // namespace
 
+std::optional<std::string> locate_tool(std::string_view tool, std::string* note) {
+    Located l = locate(tool, Environment::current());
+    if (note != nullptr) *note = l.note;
+    return l.path;
+}
+
 std::string bench_matrix_usage() {
     return usage_entry(
         "  pipespin bench matrix [--rounds R] [--cases LIST] [--quick] [--spin-us N]\n"

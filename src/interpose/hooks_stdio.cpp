@@ -17,10 +17,13 @@
 #include <sys/types.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 
 #include "core/engine.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
+#include "platform/sys.h"
 
 using namespace pipespin;
 using namespace pipespin::interpose;
@@ -32,13 +35,24 @@ namespace {
 static_assert(_IO_EOF_SEEN == 0x0010 && _IO_ERR_SEEN == 0x0020);
 constexpr int kUnbuffered = 0x0002;
 constexpr int kNoReads = 0x0004;
-constexpr int kInBackup = 0x0100;   // reading back what ungetc pushed
+constexpr int kNoWrites = 0x0008;
+constexpr int kLinked = 0x0080;
+constexpr int kInBackup = 0x0100;  // reading back what ungetc pushed
 constexpr int kLineBuf = 0x0200;
-constexpr int kPutting = 0x0800;    // in write mode: a read first flushes
-// A line-buffered or unbuffered input stream makes glibc flush stdout
-// before it refills: a spin would delay that flush, which the peer may be
-// waiting for. At EOF (sticky since glibc 2.28) the refill returns at once.
-constexpr int kNoWait = kUnbuffered | kNoReads | _IO_EOF_SEEN | kInBackup | kLineBuf | kPutting;
+constexpr int kPutting = 0x0800;  // in write mode: a read first flushes
+// At EOF (sticky since glibc 2.28) a refill returns at once.
+constexpr int kNoWait = kNoReads | _IO_EOF_SEEN | kInBackup | kPutting;
+
+// Before it refills a line-buffered or unbuffered stream, glibc flushes a
+// line-buffered stdout: a spin first would hold back output the peer may be
+// waiting for, so there is none while stdout has bytes to flush.
+bool flushes_stdout_first(const volatile FILE* f) noexcept {
+    if ((f->_flags & (kLineBuf | kUnbuffered)) == 0) return false;
+    const volatile FILE* out = stdout;
+    return out != nullptr &&
+           (out->_flags & (kLinked | kNoWrites | kLineBuf)) == (kLinked | kLineBuf) &&
+           out->_IO_write_ptr > out->_IO_write_base;
+}
 
 // The fd a read on fp would go to the kernel on now, or -1. Plain loads
 // without the stream's lock: a racing thread can only make a spin happen or
@@ -47,7 +61,7 @@ int refill_fd(FILE* fp) noexcept {
     if (fp == nullptr) return -1;
     const volatile FILE* f = fp;
     if ((f->_flags & kNoWait) != 0 || f->_mode > 0) return -1;  // _mode > 0: wide
-    if (f->_IO_read_ptr < f->_IO_read_end) return -1;
+    if (f->_IO_read_ptr < f->_IO_read_end || flushes_stdout_first(f)) return -1;
     return f->_fileno;
 }
 
@@ -82,31 +96,100 @@ bool getdelim_reads(char** line, size_t* n) noexcept {
 }  // namespace
 
 // ---- fread ----------------------------------------------------------------
+//
+// An fread of more than the stream has buffered reads the rest inside libc,
+// waiting there each time the pipe runs dry (sort and zstd read 128 KiB at a
+// time). So the wrapper reads it in pieces, under the stream's lock as
+// fread holds it: what is buffered, then, after each wait, what the pipe
+// holds (FIONREAD), which the real fread_unlocked returns without blocking.
+// When a wait ends with the pipe still empty, the real call waits for one
+// byte (there the kernel decides EOF, EAGAIN, EINTR). The result is the same
+// bytes, count, flags and errno as one real fread; only the reads differ.
+
+namespace {
+
+size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
+    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    const size_t want = size * n;
+    auto* out = static_cast<char*>(p);
+    if (locked) flockfile(fp);
+    size_t got = 0;
+    while (got < want) {
+        const volatile FILE* f = fp;
+        const std::ptrdiff_t buffered = f->_IO_read_end - f->_IO_read_ptr;
+        if (buffered > 0) {
+            const size_t piece = want - got < static_cast<size_t>(buffered)
+                                     ? want - got
+                                     : static_cast<size_t>(buffered);
+            got += real(out + got, 1, piece, fp);
+            continue;
+        }
+        const int fd = refill_fd(fp);
+        if (fd < 0) {
+            got += real(out + got, 1, want - got, fp);
+            break;
+        }
+        const int saved = errno;
+        Plan plan = before_ready(fd, Dir::Read, Via::Stdio);
+        if (plan.action == Plan::Action::Interrupted) {
+            // What glibc does when its read() gets EINTR: a short count.
+            after_call(plan, -EINTR);
+            fp->_flags |= _IO_ERR_SEEN;
+            errno = EINTR;
+            break;
+        }
+        errno = saved;
+        // Ready: what the pipe holds comes back at once. Still empty (the
+        // budget ran out, EOF, a non-blocking fd): the real call waits for
+        // one byte, and glibc's refill brings whatever the pipe has then.
+        const long queued = plan.dir != nullptr ? sys::fionread(fd) : 0;
+        const size_t piece = queued <= 0                             ? 1
+                             : static_cast<size_t>(queued) < want - got ? static_cast<size_t>(queued)
+                                                                        : want - got;
+        const size_t r = real(out + got, 1, piece, fp);
+        got += r;
+        if (plan.dir != nullptr) {
+            const int e = errno;
+            after_call(plan, static_cast<long>(r));
+            errno = e;
+        }
+        if (r < piece) break;  // EOF or an error: the flags and errno are the real call's
+    }
+    if (locked) funlockfile(fp);
+    return got / size;
+}
+
+// An unbuffered stream reads straight into the caller's buffer: pieces of
+// one byte would cost a read each, so it goes to libc whole.
+bool fread_waits(size_t size, size_t n, FILE* fp) noexcept {
+    return engaged() && fp != nullptr && size != 0 && n != 0 && n <= SIZE_MAX / size &&
+           (fp->_flags & kUnbuffered) == 0;
+}
+
+}  // namespace
 
 PIPESPIN_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real_fread, "fread");
-    if (size == 0 || n == 0) return real(p, size, n, fp);
-    return stdio_read<size_t>(fp, true, 0, [&] { return real(p, size, n, fp); });
+    if (!fread_waits(size, n, fp)) return lazy(real_fread, "fread")(p, size, n, fp);
+    return fread_pieces(p, size, n, fp, true);
 }
 
 PIPESPIN_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real_fread_unlocked, "fread_unlocked");
-    if (size == 0 || n == 0) return real(p, size, n, fp);
-    return stdio_read<size_t>(fp, false, 0, [&] { return real(p, size, n, fp); });
+    if (!fread_waits(size, n, fp)) return lazy(real_fread_unlocked, "fread_unlocked")(p, size, n, fp);
+    return fread_pieces(p, size, n, fp, false);
 }
 
-// The fortified forms check the destination's size themselves (and fail
-// before reading): a wait before that check changes nothing.
+// The fortified forms check the destination's size first: a call that would
+// fail that check goes to them as it is.
 PIPESPIN_EXPORT size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real___fread_chk, "__fread_chk");
-    if (size == 0 || n == 0) return real(p, plen, size, n, fp);
-    return stdio_read<size_t>(fp, true, 0, [&] { return real(p, plen, size, n, fp); });
+    if (!fread_waits(size, n, fp) || size * n > plen)
+        return lazy(real___fread_chk, "__fread_chk")(p, plen, size, n, fp);
+    return fread_pieces(p, size, n, fp, true);
 }
 
 PIPESPIN_EXPORT size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real___fread_unlocked_chk, "__fread_unlocked_chk");
-    if (size == 0 || n == 0) return real(p, plen, size, n, fp);
-    return stdio_read<size_t>(fp, false, 0, [&] { return real(p, plen, size, n, fp); });
+    if (!fread_waits(size, n, fp) || size * n > plen)
+        return lazy(real___fread_unlocked_chk, "__fread_unlocked_chk")(p, plen, size, n, fp);
+    return fread_pieces(p, size, n, fp, false);
 }
 
 // ---- fgets ------------------------------------------------------------------

@@ -217,6 +217,34 @@ void interrupted(int how, bool restart) {
     close(p[1]);
 }
 
+// One fread larger than the stream's buffer and than the pipe, while the
+// writer sends in pieces (the shim reads it in pieces too); then items that
+// end in a partial one at EOF.
+void big_fread() {
+    int p[2];
+    make_pipe(p);
+    constexpr size_t kSize = 300000;
+    static unsigned char data[kSize], got[kSize + 16];
+    fill_pattern(data, kSize, 9);
+    pid_t pid = spawn([&] {
+        close(p[0]);
+        for (size_t at = 0; at < kSize; at += 7000)
+            write_full(p[1], data + at, at + 7000 <= kSize ? 7000 : kSize - at);
+        write_full(p[1], "0123456789abcdefghij", 20);
+    });
+    close(p[1]);
+    FILE* fp = fdopen(p[0], "r");
+    CHECK(fp != nullptr);
+    CHECK_EQ(fread(got, g_one, kSize, fp), kSize);
+    CHECK(std::memcmp(got, data, kSize) == 0);
+    wait_ok(pid);
+    CHECK_EQ(fread(got, 7, 5, fp), 2u);  // 20 bytes: two items and 6 bytes of a third
+    CHECK(std::memcmp(got, "0123456789abcdefghij", 20) == 0);
+    CHECK(feof(fp));
+    CHECK(!ferror(fp));
+    fclose(fp);
+}
+
 void nonblocking() {
     int p[2];
     make_pipe(p);
@@ -248,6 +276,7 @@ int main() {
     const int rounds = 3000;
     const unsigned long long sum = pingpong(rounds);
     buffered_and_ungetc();
+    big_fread();
     for (int how = 0; how < 5; ++how) {
         interrupted(how, false);
         interrupted(how, true);
