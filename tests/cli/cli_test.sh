@@ -53,6 +53,7 @@ case_help() {
     expect_in "$work/out" "pipespin run"
     expect_in "$work/out" "pipespin bench pingpong"
     expect_in "$work/out" "pipespin bench matrix"
+    expect_in "$work/out" "pipespin coverage"
     expect_in "$work/out" "off|fixed|adaptive"
     [ ! -s "$work/err" ] || fail "$flag wrote to stderr"
   done
@@ -369,6 +370,38 @@ case_bench_matrix_perf_wrapper() {
   rm "$work/bin/perf_5.10" "$work/bin/perf_5.9"
   PATH="$work/bin:$PATH" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 --cases perf-pipe
   expect_in "$work/err" "linux-perf"
+}
+
+# coverage on a short list, through a PATH that holds cat and sed, a static
+# program named wc and no gzip: engaged and identical where it ran, "not
+# shimmable", "missing"; with --mode off nothing engages and it says so.
+# A 2 ms pause after each answer makes every read wait, however busy the host.
+case_coverage() {
+  printf 'int main() { return 0; }\n' >"$work/prog.cpp"
+  mkdir "$work/bin"
+  if ! "$cxx" -static -o "$work/bin/wc" "$work/prog.cpp" 2>"$work/cc.err"; then
+    cat "$work/cc.err"
+    skip "cannot link a static program here"
+  fi
+  for tool in cat sed; do ln -s "$(type -P $tool)" "$work/bin/$tool"; done
+  local args=(coverage --quick --rounds 2 --gap-us 2000 --programs cat,sed,wc,gzip)
+  PATH="$work/bin" expect_status 0 "$pipespin" "${args[@]}" --markdown "$work/cov.md"
+  cat "$work/out"
+  cmp -s "$work/out" "$work/cov.md" || fail "--markdown FILE differs from stdout"
+  expect_in "$work/out" 'Produced by `pipespin coverage --quick --rounds 2 --gap-us 2000 --programs cat,sed,wc,gzip --markdown'
+  grep -E '^\| cat \| `cat` \| relay[^|]*\| dynamic \| yes: [0-9]+ spins \(io [0-9]+\) \| identical \|' "$work/out" ||
+    fail "cat: not dynamic, engaged through read and identical"
+  grep -E '^\| sed \| .*\| dynamic \| yes: [0-9]+ spins \([^)]*stdio [0-9]+[^)]*\) \| identical \|' "$work/out" ||
+    fail "sed: not engaged through stdio"
+  grep -E '^\| wc \| .*\| not shimmable: [^|]*statically linked' "$work/out" || fail "wc: not 'not shimmable'"
+  grep -E '^\| gzip \| .*\| missing \(Debian package gzip\) \|' "$work/out" || fail "gzip: not 'missing'"
+  # The verdict comes from the shim's counters: with mode off it never spins.
+  PATH="$work/bin" expect_status 1 "$pipespin" "${args[@]}" --mode off
+  grep -E '^\| cat \| .*\| NO \([0-9]+ exit reports, 0 waits\) \| identical \|' "$work/out" ||
+    { cat "$work/out"; fail "cat engaged with mode off"; }
+  expect_in "$work/err" "did not engage the shim"
+  expect_status 2 "$pipespin" coverage --programs cat,frobnicate
+  expect_in "$work/err" "unknown program 'frobnicate'"
 }
 
 declare -F "case_$case_name" >/dev/null || fail "no such case"
