@@ -78,7 +78,7 @@ std::vector<Program> all_programs(const Scale& s) {
         {"zstd", {"zstd", "-dcq"}, Role::Feed, Input::Zstd, "zstd"},
         {"tar", {"tar", "-xOf", "-"}, Role::Feed, Input::Tar, "tar"},
         {"python3",
-         {"python3", "-u", "-c", "import sys\nfor l in sys.stdin: sys.stdout.write(l)"},
+         {"python3", "-u", "-c", "import sys; [sys.stdout.write(l) for l in sys.stdin]"},
          Role::Relay,
          Input::None,
          "python3"},
@@ -420,6 +420,16 @@ Verdict judge(const Row& row) {
     return v;
 }
 
+// A table cell: '|' would end it.
+std::string cell(std::string_view text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '|') out += '\\';
+        out += c == '\n' ? ' ' : c;
+    }
+    return out;
+}
+
 std::string markdown(const std::vector<Row>& rows, const std::string& command,
                      const CoverageArgs& a, const std::string& library) {
     utsname u{};
@@ -434,7 +444,8 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command,
     for (const Row& r : rows) {
         const Verdict v = judge(r);
         out += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", r.spec.id,
-                           shell_join(r.spec.argv), role_text(r.spec.role), r.status, v.engaged,
+                           cell(shell_join(r.spec.argv)), role_text(r.spec.role), cell(r.status),
+                           v.engaged,
                            v.output, v.no_shim, v.shim, v.speedup);
     }
     return out;
