@@ -88,7 +88,10 @@ std::vector<Program> all_programs(const Scale& s) {
          Role::Relay,
          Input::None,
          "bash"},
-        {"perf-pipe", {"perf", "bench", "sched", "pipe", "-l", n}, Role::Own, Input::None,
+        {"perf-pipe",
+         {"perf", "bench", "sched", "pipe", "-l", n},
+         Role::Own,
+         Input::None,
          "linux-perf"},
         {"hackbench",
          {"hackbench", "-p", "-g", "1", "-f", "5", "-l", std::to_string(s.hackbench_loops)},
@@ -255,8 +258,8 @@ void make_inputs(Inputs& in, const Scale& s, const Environment& env) {
         const fs::path target = in.dir / fmt::format("text.{}", ext);
         Measured m = spawn_measure(*path, argv, env, {.null_stdin = true, .capture_stderr = true});
         if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0) {
-            in.problems[kind] = fmt::format("'{}' {}", shell_join(argv),
-                                            describe_wait_status(m.wait_status));
+            in.problems[kind] =
+                fmt::format("'{}' {}", shell_join(argv), describe_wait_status(m.wait_status));
             return;
         }
         if (kind != Input::Tar) std::ofstream(target, std::ios::binary) << m.out;
@@ -302,8 +305,8 @@ std::string masked(std::string_view out) {
             m += out[i++];
             continue;
         }
-        while (i < out.size() && (digit(out[i]) || (out[i] == '.' && i + 1 < out.size() &&
-                                                    digit(out[i + 1]))))
+        while (i < out.size() &&
+               (digit(out[i]) || (out[i] == '.' && i + 1 < out.size() && digit(out[i + 1]))))
             ++i;
         m += '#';
     }
@@ -328,7 +331,7 @@ Sample run_once(const Row& row, bool shim, const std::string& exe, const std::st
             if (args.gap_us) argv.insert(argv.end(), {"--gap-us", std::to_string(*args.gap_us)});
             argv.push_back(std::to_string(scale.relay_lines));
         } else {
-            const std::uint64_t gap = p.gap_us != 0                ? p.gap_us
+            const std::uint64_t gap = p.gap_us != 0            ? p.gap_us
                                       : p.input == Input::Text ? kGapUs
                                                                : kCompressedGapUs;
             argv.insert(argv.end(), {"--chunk", std::to_string(kChunk), "--gap-us",
@@ -341,7 +344,8 @@ Sample run_once(const Row& row, bool shim, const std::string& exe, const std::st
         path = exe;
         if (shim) env = &shimmed;  // the worker drops the shim from itself: see below
     }
-    const Measured m = spawn_measure(path, argv, *env, {.null_stdin = true, .capture_stderr = true});
+    const Measured m =
+        spawn_measure(path, argv, *env, {.null_stdin = true, .capture_stderr = true});
     if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0) {
         std::string_view err = m.err;
         if (err.size() > 2000) err = err.substr(err.size() - 2000);
@@ -400,9 +404,9 @@ Verdict judge(const Row& row) {
     for (const auto& [hook, n] : total.spins_by_hook)
         if (n > 0) hooks.push_back(fmt::format("{} {}", hook, n));
     const bool engaged = total.spins > 0;
-    v.engaged = engaged ? fmt::format("yes: {} spins ({})", total.spins, fmt::join(hooks, ", "))
-                        : fmt::format("NO ({} exit reports, {} waits)", total.processes,
-                                      total.waits);
+    v.engaged = engaged
+                    ? fmt::format("yes: {} spins ({})", total.spins, fmt::join(hooks, ", "))
+                    : fmt::format("NO ({} exit reports, {} waits)", total.processes, total.waits);
     bool same = true;
     const std::string& first = row.arms[0].front().output;
     for (const auto& arm : row.arms)
@@ -445,8 +449,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command,
         const Verdict v = judge(r);
         out += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", r.spec.id,
                            cell(shell_join(r.spec.argv)), role_text(r.spec.role), cell(r.status),
-                           v.engaged,
-                           v.output, v.no_shim, v.shim, v.speedup);
+                           v.engaged, v.output, v.no_shim, v.shim, v.speedup);
     }
     return out;
 }
@@ -474,8 +477,8 @@ int coverage(const CoverageArgs& a, Args raw) {
             continue;
         Row r{p, "", "", false, {}};
         std::string note;
-        std::optional<std::string> path = p.argv[0] == "perf" ? locate_tool("perf", &note)
-                                                              : resolve_command(p.argv[0]);
+        std::optional<std::string> path =
+            p.argv[0] == "perf" ? locate_tool("perf", &note) : resolve_command(p.argv[0]);
         if (!path) {
             r.status = fmt::format("missing (Debian package {})", p.package);
         } else if (std::vector<std::string> why = preload_obstacles(*path); !why.empty()) {
@@ -501,11 +504,11 @@ int coverage(const CoverageArgs& a, Args raw) {
     for (std::uint64_t round = 0; round < a.rounds; ++round) {
         for (Row& r : rows) {
             if (!r.ran) continue;
-            if (progress) fmt::print(stderr, "\rround {}/{} {:<12}", round + 1, a.rounds, r.spec.id);
+            if (progress)
+                fmt::print(stderr, "\rround {}/{} {:<12}", round + 1, a.rounds, r.spec.id);
             for (int arm = 0; arm < 2; ++arm)
-                r.arms[arm].push_back(
-                    run_once(r, arm == 1, exe, library, inputs, scale, a, plain,
-                             r.spec.role == Role::Own ? own_shim : worker_shim));
+                r.arms[arm].push_back(run_once(r, arm == 1, exe, library, inputs, scale, a, plain,
+                                               r.spec.role == Role::Own ? own_shim : worker_shim));
         }
     }
     if (progress) fmt::print(stderr, "\r{:40}\r", "");
@@ -523,8 +526,10 @@ int coverage(const CoverageArgs& a, Args raw) {
     int failed = 0;
     for (const Row& r : rows) failed += judge(r).ok ? 0 : 1;
     if (failed > 0)
-        fmt::print(stderr, "pipespin: coverage: {} program(s) did not engage the shim or gave "
-                           "different output\n", failed);
+        fmt::print(stderr,
+                   "pipespin: coverage: {} program(s) did not engage the shim or gave "
+                   "different output\n",
+                   failed);
     return failed > 0 ? kExitFailure : kExitOk;
 }
 
@@ -541,19 +546,20 @@ std::string coverage_usage() {
                     "benchmarks on their own pipes. --gap-us sets the producer's pause, and "
                     "makes the relay pause as long after each answer (by default it answers at "
                     "once): on a busy host, where the two sides may share a CPU and never "
-                    "wait, a pause of a few ms makes every read wait. Reports, as a Markdown table on stdout "
+                    "wait, a pause of a few ms makes every read wait. Reports, as a Markdown table "
+                    "on stdout "
                     "(and in FILE), for each program: dynamically linked or not (static: not "
                     "shimmable), whether the shim engaged by its own counters (spins, by "
                     "hook family), whether the output was identical in every run, and the "
                     "speedup of the median wall time. LIST is comma-separated: {}. Programs "
                     "not installed are reported as missing. --mode sets the shim's mode "
                     "(default fixed, so that 'engaged' shows whether the hooks reach the "
-                    "waits; adaptive may rightly decline to spin on a busy host). --quick scales the runs down. Default: {} rounds. Exit "
+                    "waits; adaptive may rightly decline to spin on a busy host). --quick scales "
+                    "the runs down. Default: {} rounds. Exit "
                     "status {} when a program that ran did not engage the shim or gave "
                     "different output.",
                     kChunk, kGapUs, kCompressedGapUs, fmt::join(program_ids(), ", "),
-                    kDefaultRounds,
-                    kExitFailure));
+                    kDefaultRounds, kExitFailure));
 }
 
 int coverage_main(Args args) {

@@ -83,8 +83,8 @@ pid_t start(const Program& prog, int in, int out) {
     const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
-        throw Failure(kExitFailure,
-                      fmt::format("bench-worker: cannot run {}: {}", prog.argv[0], std::strerror(rc)));
+        throw Failure(kExitFailure, fmt::format("bench-worker: cannot run {}: {}", prog.argv[0],
+                                                std::strerror(rc)));
     return pid;
 }
 

@@ -122,7 +122,7 @@ struct Looker {
 
     Look operator()(unsigned iteration) noexcept {
         if (nowait) {
-            long r = iov != nullptr ? sys::readv_nowait(hold.look_fd(), iov, iovcnt)
+            long r = iov != nullptr           ? sys::readv_nowait(hold.look_fd(), iov, iovcnt)
                      : events == sys::kPollIn ? sys::read_nowait(hold.look_fd(), buf, n)
                                               : sys::write_nowait(hold.look_fd(), buf, n);
             // EPIPE: the kernel already raised SIGPIPE; the program must see
@@ -383,8 +383,7 @@ Plan before_write(int fd, const void* buf, std::size_t n) {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off ||
-        !g_runtime.spin_poll)
+    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off || !g_runtime.spin_poll)
         return plan;
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
@@ -563,7 +562,7 @@ ViaTotals via_totals(Via v) noexcept {
 }
 
 const char* via_name(Via v) noexcept {
-    static constexpr const char* kNames[kViaCount] = {"io",     "poll",   "stdio", "vector",
+    static constexpr const char* kNames[kViaCount] = {"io",     "poll",  "stdio", "vector",
                                                       "select", "epoll", "splice"};
     return kNames[static_cast<int>(v)];
 }

@@ -112,10 +112,9 @@ int do_ppoll(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask)
 PIPESPIN_EXPORT int select(int nfds, fd_set* r, fd_set* w, fd_set* e, struct timeval* tv) {
     if (!engaged() || real_select == nullptr) [[unlikely]] {
         if (real_select != nullptr) return real_select(nfds, r, w, e, tv);
-        return static_cast<int>(to_libc(sys::raw(SYS_select, nfds, reinterpret_cast<long>(r),
-                                                 reinterpret_cast<long>(w),
-                                                 reinterpret_cast<long>(e),
-                                                 reinterpret_cast<long>(tv))));
+        return static_cast<int>(
+            to_libc(sys::raw(SYS_select, nfds, reinterpret_cast<long>(r), reinterpret_cast<long>(w),
+                             reinterpret_cast<long>(e), reinterpret_cast<long>(tv))));
     }
     return do_select(nfds, r, w, e, tv);
 }
@@ -130,10 +129,10 @@ PIPESPIN_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const str
             const sigset_t* set;
             unsigned long size;
         } m{mask, 8};
-        return static_cast<int>(to_libc(sys::raw(
-            SYS_pselect6, nfds, reinterpret_cast<long>(r), reinterpret_cast<long>(w),
-            reinterpret_cast<long>(e), ts != nullptr ? reinterpret_cast<long>(&copy) : 0,
-            mask != nullptr ? reinterpret_cast<long>(&m) : 0)));
+        return static_cast<int>(to_libc(
+            sys::raw(SYS_pselect6, nfds, reinterpret_cast<long>(r), reinterpret_cast<long>(w),
+                     reinterpret_cast<long>(e), ts != nullptr ? reinterpret_cast<long>(&copy) : 0,
+                     mask != nullptr ? reinterpret_cast<long>(&m) : 0)));
     }
     const int saved = errno;
     const std::int64_t ns = ns_of(ts);
@@ -162,7 +161,8 @@ PIPESPIN_EXPORT int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec
 PIPESPIN_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* ts,
                                 const sigset_t* mask, size_t fdslen) {
     if (fdslen / sizeof(*fds) < nfds) [[unlikely]] {
-        if (auto real = lazy(real___ppoll_chk, "__ppoll_chk")) return real(fds, nfds, ts, mask, fdslen);
+        if (auto real = lazy(real___ppoll_chk, "__ppoll_chk"))
+            return real(fds, nfds, ts, mask, fdslen);
         __chk_fail();
     }
     if (!engaged() || real_ppoll == nullptr) [[unlikely]]

@@ -143,9 +143,10 @@ size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
         // budget ran out, EOF, a non-blocking fd): the real call waits for
         // one byte, and glibc's refill brings whatever the pipe has then.
         const long queued = plan.dir != nullptr ? sys::fionread(fd) : 0;
-        const size_t piece = queued <= 0                             ? 1
-                             : static_cast<size_t>(queued) < want - got ? static_cast<size_t>(queued)
-                                                                        : want - got;
+        const size_t piece = queued <= 0 ? 1
+                             : static_cast<size_t>(queued) < want - got
+                                 ? static_cast<size_t>(queued)
+                                 : want - got;
         const size_t r = real(out + got, 1, piece, fp);
         got += r;
         if (plan.dir != nullptr) {
@@ -174,7 +175,8 @@ PIPESPIN_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
 }
 
 PIPESPIN_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp)) return lazy(real_fread_unlocked, "fread_unlocked")(p, size, n, fp);
+    if (!fread_waits(size, n, fp))
+        return lazy(real_fread_unlocked, "fread_unlocked")(p, size, n, fp);
     return fread_pieces(p, size, n, fp, false);
 }
 

@@ -86,8 +86,7 @@ void write_exit_report() noexcept {
     for (int v = 0; v < kViaCount && n > 0 && static_cast<std::size_t>(n) < sizeof line; ++v) {
         const ViaTotals t = via_totals(static_cast<Via>(v));
         n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu/%llu",
-                           via_name(static_cast<Via>(v)),
-                           static_cast<unsigned long long>(t.spins),
+                           via_name(static_cast<Via>(v)), static_cast<unsigned long long>(t.spins),
                            static_cast<unsigned long long>(t.spin_hits));
     }
     report::write(LogLevel::Info, line);

@@ -83,9 +83,10 @@ struct Waiter {
             default: {
                 epoll_event ev[4];
                 const timespec ts{60, 0};
-                int got = way == kEpollWait    ? epoll_wait(ep, ev, 4, round % 2 ? 60000 : -1)
-                          : way == kEpollPwait ? epoll_pwait(ep, ev, 4, -1, round % 3 ? &none : nullptr)
-                                               : epoll_pwait2(ep, ev, 4, round % 2 ? &ts : nullptr, nullptr);
+                int got = way == kEpollWait ? epoll_wait(ep, ev, 4, round % 2 ? 60000 : -1)
+                          : way == kEpollPwait
+                              ? epoll_pwait(ep, ev, 4, -1, round % 3 ? &none : nullptr)
+                              : epoll_pwait2(ep, ev, 4, round % 2 ? &ts : nullptr, nullptr);
                 CHECK_EQ(got, 1);
                 CHECK_EQ(ev[0].events, EPOLLIN);
                 return ev[0].data.fd;
@@ -238,7 +239,9 @@ void interrupted() {
 // A mask that blocks SIGALRM for the wait: the handler runs only after the
 // call, which times out. One that unblocks a pending SIGUSR1: EINTR at once.
 volatile sig_atomic_t g_usr1 = 0;
-void on_usr1(int) { g_usr1 = g_usr1 + 1; }
+void on_usr1(int) {
+    g_usr1 = g_usr1 + 1;
+}
 
 void masks() {
     EmptyPipe e;
@@ -349,7 +352,8 @@ void bad_arguments() {
     FD_ZERO(&r);
     FD_SET(e.p[0], &r);
     FD_SET(dead[0], &r);
-    CHECK_ERRNO(select((dead[0] > e.p[0] ? dead[0] : e.p[0]) + 1, &r, nullptr, nullptr, &tv), EBADF);
+    CHECK_ERRNO(select((dead[0] > e.p[0] ? dead[0] : e.p[0]) + 1, &r, nullptr, nullptr, &tv),
+                EBADF);
     pollfd p{e.p[0], POLLIN, 0};
     const timespec bad_ts{0, 1000000000L};
     CHECK_ERRNO(ppoll(&p, 1, &bad_ts, nullptr), EINVAL);

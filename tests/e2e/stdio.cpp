@@ -36,7 +36,8 @@ int read_line(FILE* fp, int how) {
     static size_t cap = 0;
     if (line == nullptr) {
         cap = 16;
-        line = static_cast<char*>(std::malloc(cap));  // getline must not allocate: see hooks_stdio.cpp
+        line =
+            static_cast<char*>(std::malloc(cap));  // getline must not allocate: see hooks_stdio.cpp
     }
     auto chars = [&](auto get) {
         int i = 0;

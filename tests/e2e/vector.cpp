@@ -171,8 +171,8 @@ void interrupted(bool use_splice, bool restart) {
     errno = 0;
     char buf[8] = {};
     iovec iov{buf, sizeof buf};
-    const ssize_t r = use_splice ? splice(p[0], nullptr, q[1], nullptr, sizeof buf, 0)
-                                 : readv(p[0], &iov, 1);
+    const ssize_t r =
+        use_splice ? splice(p[0], nullptr, q[1], nullptr, sizeof buf, 0) : readv(p[0], &iov, 1);
     const int e = errno;
     arm_alarm(0);
     g_alarm_fd = -1;
