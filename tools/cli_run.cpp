@@ -30,14 +30,13 @@ std::string run_usage() {
                             kLibraryName),
                 6);
     for (const OptionSpec& spec : option_table())
-        out += fmt::format("        {:<10} {}{}{}\n", flag_name(spec), accepted_values(spec),
-                           spec.unit.empty() ? "" : " ", spec.unit);
+        out += fmt::format("        {:<16} {}\n", flag_name(spec), value_hint(spec));
     return out;
 }
 
 int run_main(Args args) {
     ArgCursor cur("run", args);
-    std::vector<std::pair<const OptionSpec*, std::uint32_t>> settings;
+    std::vector<std::pair<const OptionSpec*, std::string>> settings;
     while (cur.at_flag()) {
         if (cur.take_flag("--help") || cur.take_flag("-h")) {
             std::fputs(full_usage().c_str(), stdout);
@@ -46,7 +45,7 @@ int run_main(Args args) {
         bool matched = false;
         for (const OptionSpec& spec : option_table()) {
             if (auto text = cur.take_value(flag_name(spec))) {
-                settings.emplace_back(&spec, parse_flag_value("run", spec, *text));
+                settings.emplace_back(&spec, parse_flag_text("run", spec, *text));
                 matched = true;
                 break;
             }
@@ -62,7 +61,7 @@ int run_main(Args args) {
 
     // Flags after the environment: what the user typed last wins.
     for (const auto& [spec, value] : settings)
-        ::setenv(env_name(*spec).c_str(), format_value(*spec, value).c_str(), 1);
+        ::setenv(env_name(*spec).c_str(), value.c_str(), 1);
 
     const char* old_preload = ::getenv("LD_PRELOAD");
     std::vector<std::string> dropped;

@@ -405,6 +405,15 @@ std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
     return pv.value;
 }
 
+std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
+                            std::string_view text) {
+    Options o;
+    if (apply_option(spec, text, o) != ParseStatus::Ok)
+        throw UsageError(fmt::format("{}: invalid value '{}' for {} (accepted: {})", command,
+                                     printable(text), flag_name(spec), accepted_values(spec)));
+    return format_option(spec, o);
+}
+
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max) {
     std::uint64_t v = 0;

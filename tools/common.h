@@ -148,6 +148,10 @@ std::vector<std::string> preload_obstacles(const std::string& path);
 std::string flag_name(const OptionSpec& spec);
 std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
                                std::string_view text);
+// Any option kind: the value as the shim will read it from PIPESPIN_<NAME>
+// (normalised: "fixed" for " FIXED "); throws UsageError when invalid.
+std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
+                            std::string_view text);
 // A whole number for a flag such as --iterations, within [min, max].
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max);

@@ -33,8 +33,8 @@ std::string environment_help() {
         "Environment read by libpipespin.so in the program it is preloaded into\n"
         "(`pipespin run` flags of the same names set them):\n";
     for (const OptionSpec& spec : option_table()) {
-        out += fmt::format("  {}={}{}{} (default: {})\n", env_name(spec), accepted_values(spec),
-                           spec.unit.empty() ? "" : " ", spec.unit, format_default(spec));
+        out += fmt::format("  {}={} (default: {})\n", env_name(spec), value_hint(spec),
+                           format_default(spec).empty() ? "empty" : format_default(spec));
         out += wrap(spec.help, 6);
     }
     out += "\nEnvironment read by this tool:\n";

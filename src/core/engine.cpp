@@ -255,7 +255,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
     plan.dir = &st;
-    const std::uint64_t budget = budget_for(st);
+    const std::uint64_t budget = g_runtime.spin_dir[static_cast<int>(dir)] ? budget_for(st) : 0;
     if (budget == 0) return plan;
 
     const bool reading = dir == Dir::Read;
@@ -339,6 +339,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.params.max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
     g_runtime.params.usable_cpus = usable_cpus;
     g_runtime.probe = o.probe();
+    g_runtime.spin_dir[static_cast<int>(Dir::Read)] = o.spin_read != 0;
+    g_runtime.spin_dir[static_cast<int>(Dir::Write)] = o.spin_write != 0;
+    g_runtime.spin_poll = o.spin_poll != 0;
 }
 
 Plan before_read(int fd, void* buf, std::size_t n) {
@@ -352,7 +355,9 @@ Plan before_write(int fd, const void* buf, std::size_t n) {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off) return plan;
+    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off ||
+        !g_runtime.spin_poll)
+        return plan;
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.

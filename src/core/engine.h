@@ -40,6 +40,8 @@ struct Plan {
 struct Runtime {
     PolicyParams params;
     Probe probe = Probe::Nowait;
+    bool spin_dir[2] = {true, true};  // spin_read, spin_write (indexed by Dir)
+    bool spin_poll = true;            // spin in poll/select/epoll
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again

@@ -10,23 +10,58 @@ constexpr std::string_view kModes[] = {"off", "fixed", "adaptive"};
 constexpr std::string_view kProbes[] = {"fionread", "poll", "nowait"};
 constexpr std::string_view kLevels[] = {"off", "error", "warn", "info", "debug"};
 
+constexpr std::string_view kSwitch[] = {"off", "on"};
+
+constexpr OptionSpec choice(std::string_view name, std::uint32_t Options::*field,
+                            std::span<const std::string_view> choices, std::string_view help) {
+    return {name, OptionKind::Choice, field, nullptr, choices, 0, 0, "", help};
+}
+constexpr OptionSpec number(std::string_view name, std::uint32_t Options::*field,
+                            std::uint32_t min, std::uint32_t max, std::string_view unit,
+                            std::string_view help) {
+    return {name, OptionKind::Number, field, nullptr, {}, min, max, unit, help};
+}
+constexpr OptionSpec text(std::string_view name, TextValue Options::*field,
+                          std::string_view accepts, std::string_view help) {
+    return {name, OptionKind::Text, nullptr, field, {}, 0, 0, accepts, help};
+}
+
 constexpr OptionSpec kTable[] = {
-    {"mode", &Options::mode_v, kModes, 0, 0, "",
-     "off: interpose but never spin (the A/B control arm); fixed: spin up to spin_us "
-     "before every blocking pipe wait; adaptive: learn per fd whether spinning pays, "
-     "under spin_us (docs/policy.md)"},
-    {"spin_us",
-     &Options::spin_us,
-     {},
-     0,
-     1000000,
-     "µs",
-     "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning"},
-    {"probe", &Options::probe_v, kProbes, 0, 0, "",
-     "how a spin looks at the pipe: nowait (preadv2/pwritev2 RWF_NOWAIT, then poll), "
-     "poll (zero-timeout poll), fionread (ioctl FIONREAD; takes the pipe mutex)"},
-    {"log", &Options::log_v, kLevels, 0, 0, "",
-     "what the shim reports on stderr (off|error|warn|info|debug); info adds an exit summary"},
+    choice("mode", &Options::mode_v, kModes,
+           "off: interpose but never spin (the A/B control arm); fixed: spin up to spin_us "
+           "before every blocking pipe wait; adaptive: learn per fd whether spinning pays, "
+           "under spin_us (docs/policy.md)"),
+    number("spin_us", &Options::spin_us, 0, 1000000, "µs",
+           "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning"),
+    choice("probe", &Options::probe_v, kProbes,
+           "how a spin looks at the pipe: nowait (preadv2/pwritev2 RWF_NOWAIT, then poll), "
+           "poll (zero-timeout poll), fionread (ioctl FIONREAD; takes the pipe mutex)"),
+    choice("spin_read", &Options::spin_read, kSwitch,
+           "spin before a read from an empty pipe (read, readv, stdio refills); off when "
+           "only the writer side should spin"),
+    choice("spin_write", &Options::spin_write, kSwitch,
+           "spin before a write into a full pipe (write, writev); off when the reader is "
+           "known to be slow"),
+    choice("spin_poll", &Options::spin_poll, kSwitch,
+           "spin in poll, select and epoll waits that watch a pipe; off for event loops "
+           "that mostly wait on sockets"),
+    choice("log", &Options::log_v, kLevels,
+           "what the shim reports (off|error|warn|info|debug); info adds an exit summary"),
+    text("log_file", &Options::log_file, "stderr|PATH",
+         "where the shim's messages go: stderr, or a file they are appended to"),
+    text("stats", &Options::stats, "stderr|PATH",
+         "where each process appends its statistics as one JSON line at exit (a path may "
+         "hold %p for the pid); empty: no statistics"),
+    number("stats_interval", &Options::stats_interval, 0, 86400, "s",
+           "also write a statistics line every this many seconds from long-running "
+           "processes; 0: only at exit"),
+    number("ab", &Options::ab, 0, 100, "%",
+           "A/B test: the share of processes in the treatment arm (the configured mode); "
+           "the others run mode=off as the control arm; 100: no experiment"),
+    number("ab_seed", &Options::ab_seed, 0, 4294967295u, "",
+           "with the pid, decides each process's A/B arm; change it to draw new arms"),
+    number("reload_ms", &Options::reload_ms, 0, 3600000, "ms",
+           "how often a running process looks for a changed config file; 0: never"),
 };
 static_assert(std::size(kTable) == kOptionCount);
 
@@ -82,13 +117,17 @@ struct Out {
         if (s.size() > 64) put("...");
     }
     void value(const OptionSpec& spec, std::uint32_t v) {
-        if (spec.choices.empty())
+        if (spec.kind == OptionKind::Number)
             num(v);
         else
             put(v < spec.choices.size() ? spec.choices[v] : "?");
     }
     void accepted(const OptionSpec& spec) {
-        if (spec.choices.empty()) {
+        if (spec.kind == OptionKind::Text) {
+            put(spec.unit);
+            return;
+        }
+        if (spec.kind == OptionKind::Number) {
             num(spec.min);
             put("..");
             num(spec.max);
@@ -107,6 +146,10 @@ std::span<const OptionSpec> option_table() noexcept {
     return kTable;
 }
 
+std::size_t option_index(const OptionSpec& spec) noexcept {
+    return static_cast<std::size_t>(&spec - kTable);
+}
+
 const OptionSpec* find_option(std::string_view name) noexcept {
     for (const auto& spec : kTable)
         if (spec.name == name) return &spec;
@@ -115,7 +158,8 @@ const OptionSpec* find_option(std::string_view name) noexcept {
 
 RawParse parse_raw(const OptionSpec& spec, std::string_view text, std::uint32_t fallback) noexcept {
     std::string_view t = trim(text);
-    if (!spec.choices.empty()) {
+    if (spec.kind == OptionKind::Text) return {fallback, ParseStatus::Bad};
+    if (spec.kind == OptionKind::Choice) {
         for (std::uint32_t i = 0; i < spec.choices.size(); ++i)
             if (iequals(t, spec.choices[i])) return {i, ParseStatus::Ok};
         return {fallback, ParseStatus::Bad};
@@ -156,10 +200,11 @@ void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_vi
         case ParseStatus::Bad:
             o.put("bad value '");
             o.printable(text);
-            o.put(spec.choices.empty() ? "' (expected a whole number " : "' (expected ");
+            o.put(spec.kind == OptionKind::Number ? "' (expected a whole number " : "' (expected ");
             o.accepted(spec);
             o.put(")");
             break;
+        case ParseStatus::TooLong:  // texts only, described by apply_option
         case ParseStatus::AboveMax:
         case ParseStatus::BelowMin:
             o.put("value '");
@@ -173,6 +218,41 @@ void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_vi
     o.value(spec, used);
 }
 
+ParseStatus apply_option(const OptionSpec& spec, std::string_view text, Options& options,
+                         char* why, std::size_t why_size) noexcept {
+    if (why != nullptr && why_size) why[0] = '\0';
+    if (spec.kind != OptionKind::Text) {
+        std::uint32_t& slot = options.*spec.field;
+        RawParse pr = parse_raw(spec, text, slot);
+        if (pr.status != ParseStatus::Ok && why != nullptr)
+            describe_problem(spec, pr.status, text, pr.value, why, why_size);
+        slot = pr.value;
+        return pr.status;
+    }
+    TextValue& slot = options.*spec.text;
+    const std::string_view t = trim(text);
+    ParseStatus status = ParseStatus::Ok;
+    if (t.size() >= sizeof slot.s) status = ParseStatus::TooLong;
+    for (char c : t)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) status = ParseStatus::Bad;
+    if (status == ParseStatus::Ok) {
+        __builtin_memcpy(slot.s, t.data(), t.size());
+        slot.s[t.size()] = '\0';
+        return status;
+    }
+    if (why != nullptr) {
+        Out o{why, why_size};
+        o.put(status == ParseStatus::TooLong ? "value '" : "bad value '");
+        o.printable(text);
+        o.put(status == ParseStatus::TooLong ? "' is too long (at most 231 bytes)"
+                                             : "' (control characters)");
+        o.put("; using '");
+        o.printable(slot.view());
+        o.put("'");
+    }
+    return status;
+}
+
 void read_env(GetEnv getenv_fn, void* ctx, Options& options, EnvProblems& problems,
               EnvSources& sources) noexcept {
     char name[64];
@@ -181,16 +261,15 @@ void read_env(GetEnv getenv_fn, void* ctx, Options& options, EnvProblems& proble
         if (!env_name_into(spec, name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;
-        std::uint32_t& slot = options.*spec.field;
-        RawParse pr = parse_raw(spec, text, slot);
-        if (pr.status != ParseStatus::Ok && problems.count < kOptionCount) {
+        char why[200];
+        if (apply_option(spec, text, options, why, sizeof why) != ParseStatus::Ok &&
+            problems.count < kOptionCount) {
             Out o{problems.lines[problems.count], sizeof problems.lines[0]};
             o.put(name);
             o.put(": ");
-            describe_problem(spec, pr.status, text, pr.value, o.buf + o.len, o.size - o.len);
+            o.put(why);
             ++problems.count;
         }
-        slot = pr.value;
         sources.from_env[i] = true;
     }
 }

@@ -12,8 +12,7 @@ namespace {
 
 struct PipeFixture {
     int fds[2] = {-1, -1};
-    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1) {
-        Options o;
+    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1, Options o = {}) {
         o.mode_v = static_cast<std::uint32_t>(mode);
         o.spin_us = spin_us;
         // Many CPUs: the run-queue gate never closes, whatever else runs here.
@@ -54,6 +53,34 @@ TEST_CASE("engine: an empty pipe spins its budget, then lets the real call go", 
     CHECK(plan.dir == &p.reader());
     CHECK(p.reader().spins.load() >= 1);
     after_call(plan, -EAGAIN);
+}
+
+TEST_CASE("engine: spin_read=off and spin_write=off switch off one direction only",
+          "[engine]") {
+    Options o;
+    o.spin_read = 0;
+    PipeFixture p(Mode::Fixed, 1, o);
+    char c = 'x';
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK_FALSE(plan.obs.spun);
+    // The write side still spins: fill the pipe, then ask to write more.
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, O_NONBLOCK) == 0);
+    char block[4096] = {};
+    while (::write(p.fds[1], block, sizeof block) > 0) {
+    }
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, 0) == 0);
+    plan = before_write(p.fds[1], block, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.obs.spun);
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
+
+    o.spin_read = 1;
+    o.spin_write = 0;
+    PipeFixture q(Mode::Fixed, 1, o);
+    plan = before_read(q.fds[0], &c, 1);
+    CHECK(plan.obs.spun);
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
 }
 
 TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {

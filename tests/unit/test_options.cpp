@@ -32,9 +32,9 @@ TEST_CASE("every option has a name, help and a default that parses back", "[opti
         CAPTURE(s.name);
         CHECK(!s.name.empty());
         CHECK(!s.help.empty());
-        ParsedValue pv = parse_value(s, format_default(s), 12345);
-        CHECK(pv.problem.empty());
-        CHECK(pv.value == Options{}.*s.field);
+        Options o;
+        CHECK(apply_option(s, format_default(s), o) == ParseStatus::Ok);
+        CHECK(format_option(s, o) == format_default(s));
     }
 }
 
@@ -74,6 +74,28 @@ TEST_CASE("numbers: whole, in range, clamped, or refused", "[options]") {
         CHECK(pv.value == 50);
         CHECK(!pv.problem.empty());
     }
+}
+
+TEST_CASE("text options take a trimmed printable value and refuse the rest", "[options]") {
+    const auto& stats = spec("stats");
+    Options o;
+    CHECK(apply_option(stats, " /tmp/s-%p.json ", o) == ParseStatus::Ok);
+    CHECK(format_option(stats, o) == "/tmp/s-%p.json");
+    char why[256];
+    CHECK(apply_option(stats, "a\x01" "b", o, why, sizeof why) == ParseStatus::Bad);
+    CHECK(format_option(stats, o) == "/tmp/s-%p.json");
+    CHECK(std::string(why).find("\\x01") != std::string::npos);
+    CHECK(apply_option(stats, std::string(400, 'x'), o, why, sizeof why) == ParseStatus::TooLong);
+    CHECK(format_option(stats, o) == "/tmp/s-%p.json");
+    CHECK(std::string(why).find("too long") != std::string::npos);
+    CHECK(apply_option(stats, "", o) == ParseStatus::Ok);
+    CHECK(format_option(stats, o).empty());
+}
+
+TEST_CASE("every option's index matches its place in the table", "[options]") {
+    std::size_t i = 0;
+    for (const OptionSpec& s : option_table()) CHECK(option_index(s) == i++);
+    CHECK(i == kOptionCount);
 }
 
 TEST_CASE("messages never echo control bytes or unbounded input", "[options]") {
