@@ -155,9 +155,11 @@ std::string tagged(std::string_view tag_roff, std::string_view text) {
     return ".TP\n" + std::string(tag_roff) + "\n" + roff(text) + "\n";
 }
 
+// As --help writes it: "NAME=off|fixed|adaptive (default: adaptive)".
 std::string option_tag(const OptionSpec& spec, std::string_view name, std::string_view eq = "=") {
-    return fmt::format("{}{}{}{}{} (default: {})", bold(name), eq, roff(accepted_values(spec)),
-                       spec.unit.empty() ? "" : " ", roff(spec.unit), roff(format_default(spec)));
+    const std::string def = format_default(spec);
+    return fmt::format("{}{}{} (default: {})", bold(name), eq, roff(value_hint(spec)),
+                       roff(def.empty() ? "empty" : def));
 }
 
 struct Paths {
@@ -353,11 +355,14 @@ void add_flag(Completion& c, const std::string& path, const std::string& flag,
               std::optional<std::string> placeholder) {
     c.flags[path].insert(flag);
     for (const OptionSpec& spec : option_table()) {
-        if (flag_name(spec) == flag) {
-            c.values[path + " " + flag] =
-                spec.choices.empty() ? "" : fmt::format("{}", fmt::join(spec.choices, " "));
-            return;
-        }
+        if (flag_name(spec) != flag) continue;
+        std::string values;
+        if (spec.kind == OptionKind::Choice)
+            values = fmt::format("{}", fmt::join(spec.choices, " "));
+        else if (spec.kind == OptionKind::Text && spec.unit.find("PATH") != std::string_view::npos)
+            values = "@file";
+        c.values[path + " " + flag] = values;
+        return;
     }
     if (placeholder)
         c.values[path + " " + flag] = placeholder->find("FILE") != std::string::npos ? "@file" : "";

@@ -94,10 +94,15 @@ case_layout() {
     n=$((n + 1))
   done < <(grep -E '^  pipespin [a-z]' "$work/help" | sed 's/^  //')
   [ "$n" -ge 3 ] || fail "found only $n synopsis lines in --help"
-  while IFS= read -r var; do
-    expect_in "$work/man1" "$var="
-    expect_in "$work/page" "$(echo "${var#PIPESPIN_}" | tr A-Z a-z) = "
-  done < <(grep -oE '^  PIPESPIN_[A-Z_]+' "$work/help" | sed 's/^  //' | grep -v PIPESPIN_LIBRARY)
+  # Each variable's line of --help, as is, in pipespin(1); its key in pipespin.conf(5).
+  n=0
+  while IFS= read -r line; do
+    expect_in "$work/man1" "$line"
+    local var=${line%%=*}
+    expect_in "$work/page" "$(echo "${var#PIPESPIN_}" | tr A-Z a-z) = ${line#*=}"
+    n=$((n + 1))
+  done < <(grep -E '^  PIPESPIN_[A-Z_]+=' "$work/help" | sed 's/^  //' | grep -v '^PIPESPIN_LIBRARY=')
+  [ "$n" -ge 4 ] || fail "found only $n variables in --help"
   expect_in "$work/man1" "PIPESPIN_LIBRARY="
   # The hidden helpers stay hidden.
   expect_not_in "$work/man1" "bench-worker"
