@@ -52,9 +52,9 @@ struct Block {
 };
 
 struct Entry {
-    std::string synopsis;      // "pipespin bench pingpong [--threads] ..." on one line
+    std::string synopsis;  // "pipespin bench pingpong [--threads] ..." on one line
     std::vector<std::string> synopsis_lines;  // as --help breaks it, less its indent of two
-    std::vector<Block> body;   // prose and preformatted lines, in order
+    std::vector<Block> body;                  // prose and preformatted lines, in order
 };
 
 std::size_t indent_of(std::string_view line) {
@@ -130,7 +130,8 @@ std::string roff(std::string_view s) {
         std::uint32_t cp = 0xfffd;
         if (len > 0 && i + len <= s.size()) {
             cp = u & (0x7f >> len);
-            for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+            for (int k = 1; k < len; ++k)
+                cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
             i += static_cast<std::size_t>(len - 1);
         }
         out += fmt::format("\\[u{:04X}]", cp);
@@ -138,7 +139,9 @@ std::string roff(std::string_view s) {
     return out;
 }
 
-std::string bold(std::string_view s) { return "\\fB" + roff(s) + "\\fR"; }
+std::string bold(std::string_view s) {
+    return "\\fB" + roff(s) + "\\fR";
+}
 
 std::string header(std::string_view title, int section, std::string_view volume) {
     return fmt::format(
@@ -149,7 +152,9 @@ std::string header(std::string_view title, int section, std::string_view volume)
         title, section, PIPESPIN_VERSION, volume);
 }
 
-std::string paragraph(std::string_view text) { return ".PP\n" + roff(text) + "\n"; }
+std::string paragraph(std::string_view text) {
+    return ".PP\n" + roff(text) + "\n";
+}
 
 std::string tagged(std::string_view tag_roff, std::string_view text) {
     return ".TP\n" + std::string(tag_roff) + "\n" + roff(text) + "\n";
@@ -238,16 +243,18 @@ std::string man1(const Paths& p) {
            " in the program it is preloaded into (pipespin run flags of the same names set "
            "them). A bad value never stops the program: the library warns once and uses the "
            "value it names. In secure-execution mode (setuid programs) they are ignored.\n";
-    for (const OptionSpec& spec : option_table()) out += tagged(option_tag(spec, env_name(spec)), spec.help);
-    out += tagged(bold(std::string(kLibraryEnv)) + "=\\fIPATH\\fR",
-                  fmt::format("Read by pipespin itself: the {} to preload. When unset, the first "
-                              "that exists of: ../lib/{} and ../lib/{}{}{} relative to the "
-                              "directory of the pipespin executable (symlinks resolved){}{}.",
-                              kLibraryName, kLibraryName,
-                              std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : PIPESPIN_MULTIARCH,
-                              std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : "/", kLibraryName,
-                              p.libdir.empty() ? "" : ", then ",
-                              p.libdir.empty() ? "" : p.libdir + "/" + std::string(kLibraryName)));
+    for (const OptionSpec& spec : option_table())
+        out += tagged(option_tag(spec, env_name(spec)), spec.help);
+    out +=
+        tagged(bold(std::string(kLibraryEnv)) + "=\\fIPATH\\fR",
+               fmt::format("Read by pipespin itself: the {} to preload. When unset, the first "
+                           "that exists of: ../lib/{} and ../lib/{}{}{} relative to the "
+                           "directory of the pipespin executable (symlinks resolved){}{}.",
+                           kLibraryName, kLibraryName,
+                           std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : PIPESPIN_MULTIARCH,
+                           std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : "/", kLibraryName,
+                           p.libdir.empty() ? "" : ", then ",
+                           p.libdir.empty() ? "" : p.libdir + "/" + std::string(kLibraryName)));
 
     out += files_section(p);
     out += ".SH EXIT STATUS\n" + paragraph(exit_status_text());
@@ -391,7 +398,8 @@ Completion completion_model() {
                     placeholder = strip_brackets(words[i + 1]);
                 std::istringstream alts(t);
                 for (std::string f; std::getline(alts, f, '|');)
-                    if (f.starts_with("--")) add_flag(c, path, f.substr(0, f.find('=')), placeholder);
+                    if (f.starts_with("--"))
+                        add_flag(c, path, f.substr(0, f.find('=')), placeholder);
             }
             // Preformatted lines are flag lists ("--mode  off|fixed|adaptive").
             for (const Block& b : e.body) {
@@ -432,7 +440,8 @@ std::string bash_completion() {
     table("_pipespin_takes_command", cmds);
     // Which flags take a value at all (so that their value is skipped).
     out += "_pipespin_has_value() {\n    case \"$1\" in\n";
-    for (const auto& [key, value] : c.values) out += fmt::format("        {}) return 0 ;;\n", shell_quote(key));
+    for (const auto& [key, value] : c.values)
+        out += fmt::format("        {}) return 0 ;;\n", shell_quote(key));
     out += "    esac\n    return 1\n}\n\n";
     out += R"BASH(_pipespin() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -521,8 +530,9 @@ int gen_docs_main(Args args) {
         if (p.example.empty()) throw UsageError("gen-docs system-config: missing --example FILE");
         text = system_config(p);
     } else {
-        throw UsageError(fmt::format("gen-docs: unknown '{}' (man1, man5, bash-completion, system-config)",
-                                     printable(what)));
+        throw UsageError(
+            fmt::format("gen-docs: unknown '{}' (man1, man5, bash-completion, system-config)",
+                        printable(what)));
     }
     if (output.empty()) {
         std::fputs(text.c_str(), stdout);

@@ -47,13 +47,16 @@ std::string environment_help() {
 
 }  // namespace
 
-std::span<const Command> commands() { return kCommands; }
+std::span<const Command> commands() {
+    return kCommands;
+}
 
 std::string exit_status_text() {
-    return fmt::format("{} for a usage error; {} when {} cannot be found or used; for "
-                       "run, {} when CMD cannot be executed, {} when it is not found, "
-                       "otherwise the status of CMD.",
-                       kExitUsage, kExitSetup, kLibraryName, kExitCannotRun, kExitNotFound);
+    return fmt::format(
+        "{} for a usage error; {} when {} cannot be found or used; for "
+        "run, {} when CMD cannot be executed, {} when it is not found, "
+        "otherwise the status of CMD.",
+        kExitUsage, kExitSetup, kLibraryName, kExitCannotRun, kExitNotFound);
 }
 
 std::string full_usage() {
