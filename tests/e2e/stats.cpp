@@ -15,9 +15,10 @@
 //       EXEC is a path, it execs it (the exec line carries the N and P
 //       waits; the new program writes its own line under the same pid).
 //       Prints "pid P child C" first.
-//   e2e_stats gate
-//       Reads stdin to EOF, then exits: many of these end at the same
-//       moment when their common pipe closes (concurrent writers).
+//   e2e_stats gate [FORKS]
+//       Reads stdin to EOF, then forks FORKS children that _exit at once,
+//       waits for them and exits: many of these end at the same moment when
+//       their common pipe closes (concurrent writers).
 //   e2e_stats pingpong MS
 //       A ping-pong between two threads for at least MS ms of its own clock
 //       (for interval lines), then exits.
@@ -143,6 +144,13 @@ int main(int argc, char** argv) {
         char buf[64];
         while (read(0, buf, sizeof buf) > 0) {
         }
+        const int forks = argc > 2 ? std::atoi(argv[2]) : 0;
+        for (int i = 0; i < forks; ++i) {
+            pid_t c = fork();
+            CHECK(c >= 0);
+            if (c == 0) _exit(0);
+        }
+        for (int i = 0; i < forks; ++i) CHECK(wait(nullptr) > 0);
         return 0;
     }
     if (mode == "pingpong" && argc == 3) return pingpong_main(std::atoi(argv[2]));

@@ -132,24 +132,32 @@ def case_waits(how):
 
 
 def case_concurrent():
-    n = 100
-    r, w = os.pipe()
-    # A long destination makes long lines: interleaving would show.
-    long_dir = os.path.join(tmp, "d" * 150)
-    os.mkdir(long_dir)
-    dest = os.path.join(long_dir, "all.jsonl")
-    procs = [subprocess.Popen([helper, "gate"], stdin=r, env=env(PIPESPIN_STATS=dest,
-                              PIPESPIN_LOG_FILE=dest + ".log", PIPESPIN_AB=50))
-             for _ in range(n)]
-    os.close(r)
-    os.close(w)  # EOF for all of them at once
-    for p in procs:
-        check(p.wait(timeout=60) == 0, "a gate process failed")
-    lines = lines_of(dest)
-    check(len(lines) == n, f"want {n} lines, got {len(lines)}")
-    pids = {l["pid"] for l in lines}
-    check(pids == {p.pid for p in procs}, "not one line per process")
-    check(all(l["event"] == "exit" and l["program"] == "e2e_stats" for l in lines), "wrong events")
+    # 100 processes released at once (their common stdin closes), then the
+    # same with 10 forked children each ending with _exit: 100 and 1100
+    # lines, every one intact. A line written in two parts would tear here.
+    for forks in (0, 10):
+        n = 100
+        r, w = os.pipe()
+        # A long destination makes long lines: interleaving would show.
+        long_dir = os.path.join(tmp, f"{forks}" + "d" * 150)
+        os.mkdir(long_dir)
+        dest = os.path.join(long_dir, "all.jsonl")
+        procs = [subprocess.Popen([helper, "gate", str(forks)], stdin=r,
+                                  env=env(PIPESPIN_STATS=dest, PIPESPIN_LOG_FILE=dest + ".log",
+                                          PIPESPIN_AB=50))
+                 for _ in range(n)]
+        os.close(r)
+        os.close(w)  # EOF for all of them at once
+        for p in procs:
+            check(p.wait(timeout=60) == 0, "a gate process failed")
+        lines = lines_of(dest)
+        check(len(lines) == n * (1 + forks), f"want {n * (1 + forks)} lines, got {len(lines)}")
+        pids = {l["pid"] for l in lines}
+        check(len(pids) == len(lines), "not one line per process")
+        check({p.pid for p in procs} <= pids, "a process wrote no line")
+        check(all(l["event"] == "exit" and l["program"] == "e2e_stats" for l in lines),
+              "wrong events")
+        print(f"{len(lines)} intact lines from {n} processes with {forks} children each")
     mode = os.stat(dest).st_mode & 0o777
     check(mode == 0o600, f"stats file mode {oct(mode)}, want 0600")
 
