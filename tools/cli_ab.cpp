@@ -360,6 +360,10 @@ int ab_main(Args args) {
     const std::optional<std::string> path = resolve_command(a.command[0]);
     if (!path)
         throw Failure(kExitNotFound, fmt::format("ab: '{}' not found", printable(a.command[0])));
+    if (::access(path->c_str(), X_OK) != 0)
+        throw Failure(errno == ENOENT ? kExitNotFound : kExitCannotRun,
+                      fmt::format("ab: cannot execute '{}': {}", printable(*path),
+                                  std::strerror(errno)));
     for (const std::string& why : preload_obstacles(*path))
         fmt::print(stderr, "pipespin: warning: {} {}; the shim cannot load into it\n",
                    printable(*path), why);
