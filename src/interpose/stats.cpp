@@ -135,6 +135,9 @@ void stats_write(StatsEvent event) noexcept {
 }
 
 void stats_exit() noexcept {
+    // The pid first: a vfork child shares this memory, and its _exit must
+    // not mark its parent's line as written.
+    if (!g_enabled.load(std::memory_order_acquire) || sys::raw(SYS_getpid) != g_pid) return;
     if (g_exit_written.exchange(true)) return;
     stats_write(StatsEvent::Exit);
 }
