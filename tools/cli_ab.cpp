@@ -114,7 +114,8 @@ Test bootstrap(const std::vector<double>& control, const std::vector<double>& tr
     std::sort(ratios.begin(), ratios.end());
     const double tail = (1 - kConfidence) / 2;
     auto at = [&](double q) {
-        const std::size_t i = static_cast<std::size_t>(q * static_cast<double>(kResamples - 1) + 0.5);
+        const std::size_t i =
+            static_cast<std::size_t>(q * static_cast<double>(kResamples - 1) + 0.5);
         return ratios[std::min(i, ratios.size() - 1)];
     };
     t.ci_low = at(tail);
@@ -246,18 +247,21 @@ void print_arm(const ArmRuns& arm) {
     fmt::print("  Range (min … max): {:>10} … {:>9}    median {}, {} runs\n", fmt_ms(s.min),
                fmt_ms(s.max), fmt_ms(s.median), arm.wall_ms.size());
     const ShimMedians m = shim_medians(arm);
-    fmt::print("  Shim (median per run): {:.0f} processes, {:.0f} calls, {:.0f} waits, {:.0f} "
-               "spins",
-               m.processes, m.calls, m.waits, m.spins);
+    fmt::print(
+        "  Shim (median per run): {:.0f} processes, {:.0f} calls, {:.0f} waits, {:.0f} "
+        "spins",
+        m.processes, m.calls, m.waits, m.spins);
     if (m.spins > 0)
-        fmt::print(" ({:.1f}% hits: {:.0f} sleeps avoided), {:.1f} ms spinning, {:.1f} ms asleep "
-                   "after a miss",
-                   100 * m.hits / m.spins, m.hits, m.spin_ms, m.sleep_ms);
+        fmt::print(
+            " ({:.1f}% hits: {:.0f} sleeps avoided), {:.1f} ms spinning, {:.1f} ms asleep "
+            "after a miss",
+            100 * m.hits / m.spins, m.hits, m.spin_ms, m.sleep_ms);
     fmt::print("\n");
     if (m.runs_without > 0)
-        fmt::print("  note: in {} run(s) no process wrote statistics: the shim was not loaded "
-                   "(a static or setuid program?)\n",
-                   m.runs_without);
+        fmt::print(
+            "  note: in {} run(s) no process wrote statistics: the shim was not loaded "
+            "(a static or setuid program?)\n",
+            m.runs_without);
     if (m.wrong_arm > 0)
         fmt::print("  warning: {} process(es) reported another arm than '{}'\n", m.wrong_arm,
                    arm.name);
@@ -288,8 +292,8 @@ std::string gnuplot_string(std::string_view s) {
 }
 
 // Per-run wall times of both arms: a box per arm and every run as a point.
-void draw_plot(const ArmRuns& control, const ArmRuns& treatment, const Test& t,
-               const AbArgs& a, const std::string& png) {
+void draw_plot(const ArmRuns& control, const ArmRuns& treatment, const Test& t, const AbArgs& a,
+               const std::string& png) {
     const std::optional<std::string> gnuplot = resolve_command("gnuplot");
     if (!gnuplot)
         throw Failure(kExitFailure, "ab: --plot needs gnuplot (Debian package gnuplot-nox)");
@@ -330,9 +334,9 @@ void draw_plot(const ArmRuns& control, const ArmRuns& treatment, const Test& t,
                                Environment::current(), {true, true});
     if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
         fs::file_size(png, ec) == 0 || ec)
-        throw Failure(kExitFailure, fmt::format("ab: gnuplot {} and did not write {}: {}",
-                                                describe_wait_status(m.wait_status), png,
-                                                printable(m.err)));
+        throw Failure(kExitFailure,
+                      fmt::format("ab: gnuplot {} and did not write {}: {}",
+                                  describe_wait_status(m.wait_status), png, printable(m.err)));
 }
 
 }  // namespace
@@ -361,9 +365,9 @@ int ab_main(Args args) {
     if (!path)
         throw Failure(kExitNotFound, fmt::format("ab: '{}' not found", printable(a.command[0])));
     if (::access(path->c_str(), X_OK) != 0)
-        throw Failure(errno == ENOENT ? kExitNotFound : kExitCannotRun,
-                      fmt::format("ab: cannot execute '{}': {}", printable(*path),
-                                  std::strerror(errno)));
+        throw Failure(
+            errno == ENOENT ? kExitNotFound : kExitCannotRun,
+            fmt::format("ab: cannot execute '{}': {}", printable(*path), std::strerror(errno)));
     for (const std::string& why : preload_obstacles(*path))
         fmt::print(stderr, "pipespin: warning: {} {}; the shim cannot load into it\n",
                    printable(*path), why);
@@ -371,11 +375,11 @@ int ab_main(Args args) {
     // The user's environment, with the shim in front of LD_PRELOAD; what
     // this command controls (the arm, where the statistics go) is its own.
     Environment base = Environment::current();
-    for (std::string_view name : {"PIPESPIN_AB", "PIPESPIN_AB_SEED", "PIPESPIN_STATS",
-                                  "PIPESPIN_STATS_INTERVAL"})
+    for (std::string_view name :
+         {"PIPESPIN_AB", "PIPESPIN_AB_SEED", "PIPESPIN_STATS", "PIPESPIN_STATS_INTERVAL"})
         base.unset(name);
-    base.set_preload(preload_with(preload_without_shim(base.get("LD_PRELOAD").value_or("")),
-                                  library));
+    base.set_preload(
+        preload_with(preload_without_shim(base.get("LD_PRELOAD").value_or("")), library));
     if (a.config) base.set("PIPESPIN_CONFIG", fs::absolute(*a.config).string());
 
     TempDir tmp;
@@ -463,16 +467,17 @@ int ab_main(Args args) {
                treatment_faster ? "control" : "treatment");
     fmt::print("  wall, ratio of medians (control / treatment): {:.3f}, 95% CI [{:.3f}, {:.3f}]\n",
                t.ratio, t.ci_low, t.ci_high);
-    fmt::print("  CPU (user+sys), ratio of medians: {:.3f}, 95% CI [{:.3f}, {:.3f}]\n",
-               cpu_t.ratio, cpu_t.ci_low, cpu_t.ci_high);
+    fmt::print("  CPU (user+sys), ratio of medians: {:.3f}, 95% CI [{:.3f}, {:.3f}]\n", cpu_t.ratio,
+               cpu_t.ci_low, cpu_t.ci_high);
     fmt::print("  (percentile bootstrap, {} resamples, seed {}; above 1 = treatment lower)\n",
                kResamples, a.seed);
     if (t.verdict == "no significant difference")
         fmt::print("  verdict: no significant difference (the interval includes 1)\n");
     else
-        fmt::print("  verdict: {} (the treatment's median wall time is {:.1f}% {}; the interval "
-                   "excludes 1)\n",
-                   t.verdict, std::abs(1 / t.ratio - 1) * 100, t.ratio > 1 ? "lower" : "higher");
+        fmt::print(
+            "  verdict: {} (the treatment's median wall time is {:.1f}% {}; the interval "
+            "excludes 1)\n",
+            t.verdict, std::abs(1 / t.ratio - 1) * 100, t.ratio > 1 ? "lower" : "higher");
     return kExitOk;
 }
 

@@ -20,11 +20,12 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
 
 void print_row(const StatsGroup& g) {
     const Counters t = g.counters.total();
-    fmt::print("{:<16} {:<9} {:>6} {:>8.2f} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9.1f} {:>9.1f} {:>9.2f}\n",
-               printable(g.program).substr(0, 16), g.arm, g.processes,
-               static_cast<double>(g.wall_us) / 1e6, t.calls, t.waits, t.spins,
-               percent(t.spin_hits, t.spins), t.spin_hits, static_cast<double>(t.spin_ns) / 1e6,
-               static_cast<double>(t.sleep_ns) / 1e6, static_cast<double>(t.bytes) / (1 << 20));
+    fmt::print(
+        "{:<16} {:<9} {:>6} {:>8.2f} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9.1f} {:>9.1f} {:>9.2f}\n",
+        printable(g.program).substr(0, 16), g.arm, g.processes,
+        static_cast<double>(g.wall_us) / 1e6, t.calls, t.waits, t.spins,
+        percent(t.spin_hits, t.spins), t.spin_hits, static_cast<double>(t.spin_ns) / 1e6,
+        static_cast<double>(t.sleep_ns) / 1e6, static_cast<double>(t.bytes) / (1 << 20));
 }
 
 std::string group_json(const StatsGroup& g) {
@@ -68,7 +69,8 @@ int stats_main(Args args) {
 
     const LoadedStats st = load_stats(files);
     if (st.bad_lines > 0)
-        fmt::print(stderr, "pipespin: warning: stats: skipped {} of {} lines that are not "
+        fmt::print(stderr,
+                   "pipespin: warning: stats: skipped {} of {} lines that are not "
                    "statistics lines (first: {})\n",
                    st.bad_lines, st.lines, printable(st.first_problem));
     const std::vector<StatsGroup> groups = group_stats(st.records);
@@ -81,15 +83,15 @@ int stats_main(Args args) {
         std::vector<std::string> gs, ts;
         for (const StatsGroup& g : groups) gs.push_back(group_json(g));
         for (const std::string& arm : arms) ts.push_back(group_json(total_of(st.records, arm)));
-        fmt::print("{{\"lines\":{},\"bad_lines\":{},\"processes\":{},\"groups\":[{}],"
-                   "\"arms\":[{}]}}\n",
-                   st.lines, st.bad_lines, st.records.size(), fmt::join(gs, ","),
-                   fmt::join(ts, ","));
+        fmt::print(
+            "{{\"lines\":{},\"bad_lines\":{},\"processes\":{},\"groups\":[{}],"
+            "\"arms\":[{}]}}\n",
+            st.lines, st.bad_lines, st.records.size(), fmt::join(gs, ","), fmt::join(ts, ","));
         return kExitOk;
     }
     fmt::print("{:<16} {:<9} {:>6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}\n",
-               "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %",
-               "avoided", "spin ms", "sleep ms", "MiB");
+               "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %", "avoided",
+               "spin ms", "sleep ms", "MiB");
     for (const StatsGroup& g : groups) print_row(g);
     if (groups.size() > 1) {
         fmt::print("\n");

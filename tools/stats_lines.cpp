@@ -58,7 +58,8 @@ void add_stats_text(LoadedStats& out, std::string_view text, std::string_view na
         std::optional<JsonValue> v = parse_json(line, &why);
         if (v && (v->get("pid") == nullptr || v->get("pipe") == nullptr)) why = "not a stats line";
         if (!v || !why.empty()) {
-            if (out.bad_lines++ == 0) out.first_problem = fmt::format("{}:{}: {}", name, lineno, why);
+            if (out.bad_lines++ == 0)
+                out.first_problem = fmt::format("{}:{}: {}", name, lineno, why);
             continue;
         }
         ProcessRecord r;

@@ -116,7 +116,7 @@ std::string_view event_name(StatsEvent e) noexcept;
 struct StatsHeader {
     std::int64_t pid = 0;
     std::int64_t ppid = 0;
-    const char* program = "";     // NUL-terminated; rendered bounded and escaped
+    const char* program = "";  // NUL-terminated; rendered bounded and escaped
     StatsEvent event = StatsEvent::Exit;
     Arm arm = Arm::None;
     std::uint64_t start_unix_us = 0;  // when this process (image, or forked child) began

@@ -71,10 +71,9 @@ int write_line(const char* line, std::size_t n) noexcept {
     if (g_dest.view() != "stderr") {
         char path[sizeof(TextValue::s) + 32];
         if (!expand_stats_path(g_dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
-        long r = sys::raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-                              O_NONBLOCK,
-                          0600);
+        long r = sys::raw(
+            SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
         if (r < 0) return static_cast<int>(-r);
         fd = static_cast<int>(r);
         opened = true;

@@ -105,8 +105,7 @@ TEST_CASE("stats: reset_counters zeroes live slots and the folded totals", "[sta
 TEST_CASE("stats: the line carries the header, the config and every counter", "[stats]") {
     Options o;
     o.mode_v = static_cast<std::uint32_t>(Mode::Fixed);
-    REQUIRE(apply_option(*find_option("stats"), "/tmp/x \"quoted\" \\ %p", o) ==
-            ParseStatus::Ok);
+    REQUIRE(apply_option(*find_option("stats"), "/tmp/x \"quoted\" \\ %p", o) == ParseStatus::Ok);
     StatsSnapshot s;
     s.at(StatKind::Pipe, StatDir::Read) = {100, 400, 30, 30, 25, 1000, 2000};
     s.at(StatKind::Fifo, StatDir::Poll) = {5, 0, 2, 2, 1, 10, 20};
@@ -120,8 +119,9 @@ TEST_CASE("stats: the line carries the header, the config and every counter", "[
     const std::string line = line_for(h, o, s);
     CHECK(line.back() == '\n');
     CHECK(line.find('\n') == line.size() - 1);
-    CHECK(line.starts_with("{\"v\":1,\"pid\":1234,\"ppid\":1,\"program\":\"my\\\"prog\","
-                           "\"event\":\"exec\",\"arm\":\"treatment\","));
+    CHECK(
+        line.starts_with("{\"v\":1,\"pid\":1234,\"ppid\":1,\"program\":\"my\\\"prog\","
+                         "\"event\":\"exec\",\"arm\":\"treatment\","));
     CHECK(line.find("\"mode\":\"fixed\"") != std::string::npos);
     CHECK(line.find("\"spin_us\":50,") != std::string::npos);  // numbers stay numbers
     CHECK(line.find("\"stats\":\"/tmp/x \\\"quoted\\\" \\\\ %p\"") != std::string::npos);
