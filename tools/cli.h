@@ -82,6 +82,12 @@ std::string bench_usage();
 int bench_matrix(ArgCursor& cur);
 std::string bench_matrix_usage();
 
+int stats_main(Args args);
+std::string stats_usage();
+
+int ab_main(Args args);
+std::string ab_usage();
+
 // Hidden: what `bench` re-executes under each configuration's environment.
 int bench_worker_main(Args args);
 // The worker flag that makes it fail unless the shim is (or is not) loaded.

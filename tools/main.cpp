@@ -24,6 +24,8 @@ namespace {
 constexpr Command kCommands[] = {
     {"run", run_main, run_usage},
     {"bench", bench_main, bench_usage},
+    {"stats", stats_main, stats_usage},
+    {"ab", ab_main, ab_usage},
     {"bench-worker", bench_worker_main, nullptr},
     {"gen-docs", gen_docs_main, nullptr},
 };
