@@ -30,7 +30,9 @@
 #include "cli.h"
 #include "common.h"
 #include "core/options.h"
+#include "core/stats.h"
 #include "platform/sys.h"
+#include "stats_lines.h"
 
 namespace pipespin::cli {
 namespace {
@@ -164,7 +166,7 @@ CoverageArgs parse(ArgCursor& cur) {
 // ---- what the shim says about a run ------------------------------------------
 
 struct ShimCounters {
-    int processes = 0;  // exit reports seen
+    int processes = 0;  // process images that wrote a statistics line
     std::uint64_t waits = 0, spins = 0, spin_hits = 0;
     std::map<std::string, std::uint64_t> spins_by_hook;  // "stdio" -> spins
     void add(const ShimCounters& o) {
@@ -176,47 +178,26 @@ struct ShimCounters {
     }
 };
 
-std::uint64_t field(std::string_view line, std::string_view key) {
-    const std::size_t at = line.find(key);
-    if (at == std::string_view::npos) return 0;
-    return std::strtoull(std::string(line.substr(at + key.size())).c_str(), nullptr, 10);
-}
-
-// The one place that reads the shim's own account of a run: today its exit
-// report on stderr (PIPESPIN_LOG=info),
-//   pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U
-//   pipespin: info: exit pid=P write: ...
-//   pipespin: info: exit pid=P spins by hook: io=S/H poll=S/H stdio=S/H ...
-// one set per process of the program. When the shim writes JSON stats,
-// read those here instead.
-ShimCounters read_shim_counters(std::string_view text) {
+// The one place that reads the shim's own account of a run: the statistics
+// lines its processes appended to PIPESPIN_STATS (one file per run), the
+// last line of each process image (stats_lines.h), with the spins per hook
+// family from their "via" objects.
+ShimCounters read_shim_counters(const fs::path& stats_file) {
     ShimCounters c;
-    constexpr std::string_view kPrefix = "pipespin: info: exit pid=";
-    while (!text.empty()) {
-        const std::size_t nl = text.find('\n');
-        const std::string_view line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? "" : text.substr(nl + 1);
-        if (!line.starts_with(kPrefix)) continue;
-        if (line.find(" read: ") != std::string_view::npos) ++c.processes;
-        if (line.find(" read: ") != std::string_view::npos ||
-            line.find(" write: ") != std::string_view::npos) {
-            c.waits += field(line, " waits=");
-            c.spins += field(line, " spins=");
-            c.spin_hits += field(line, " spin_hits=");
-        } else if (const std::size_t at = line.find(" spins by hook:");
-                   at != std::string_view::npos) {
-            std::string_view rest = line.substr(at + 15);
-            while (!rest.empty()) {
-                while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-                const std::size_t sp = rest.find(' ');
-                const std::string_view item = rest.substr(0, sp);
-                rest = sp == std::string_view::npos ? "" : rest.substr(sp);
-                const std::size_t eq = item.find('=');
-                if (eq == std::string_view::npos) continue;
-                c.spins_by_hook[std::string(item.substr(0, eq))] +=
-                    std::strtoull(std::string(item.substr(eq + 1)).c_str(), nullptr, 10);
-            }
-        }
+    std::error_code ec;
+    if (!fs::exists(stats_file, ec)) return c;  // no process of the program wrote one
+    const LoadedStats loaded = load_stats({stats_file.string()});
+    if (loaded.bad_lines > 0)
+        throw Failure(kExitFailure,
+                      fmt::format("coverage: the shim's statistics: {}", loaded.first_problem));
+    for (const ProcessRecord& r : loaded.records) {
+        ++c.processes;
+        const Counters t = r.counters.total();
+        c.waits += t.waits;
+        c.spins += t.spins;
+        c.spin_hits += t.spin_hits;
+        for (int h = 0; h < kViaCount; ++h)
+            c.spins_by_hook[std::string(via_name(static_cast<Via>(h)))] += r.counters.via[h].spins;
     }
     return c;
 }
@@ -344,8 +325,13 @@ Sample run_once(const Row& row, bool shim, const std::string& exe, const std::st
         path = exe;
         if (shim) env = &shimmed;  // the worker drops the shim from itself: see below
     }
+    // The shim's statistics lines for this run alone.
+    static std::uint64_t run_number = 0;
+    const fs::path stats_file = inputs.dir / fmt::format("stats-{}.jsonl", run_number++);
+    Environment run_env = *env;
+    if (shim) run_env.set("PIPESPIN_STATS", stats_file.string());
     const Measured m =
-        spawn_measure(path, argv, *env, {.null_stdin = true, .capture_stderr = true});
+        spawn_measure(path, argv, run_env, {.null_stdin = true, .capture_stderr = true});
     if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0) {
         std::string_view err = m.err;
         if (err.size() > 2000) err = err.substr(err.size() - 2000);
@@ -354,7 +340,11 @@ Sample run_once(const Row& row, bool shim, const std::string& exe, const std::st
                                                 describe_wait_status(m.wait_status), err));
     }
     Sample s;
-    s.shim = read_shim_counters(m.err);
+    if (shim) {
+        s.shim = read_shim_counters(stats_file);
+        std::error_code ec;
+        fs::remove(stats_file, ec);
+    }
     if (p.role == Role::Own) {
         s.wall_us = m.wall_us;
         s.output = masked(m.out);
@@ -404,9 +394,8 @@ Verdict judge(const Row& row) {
     for (const auto& [hook, n] : total.spins_by_hook)
         if (n > 0) hooks.push_back(fmt::format("{} {}", hook, n));
     const bool engaged = total.spins > 0;
-    v.engaged = engaged
-                    ? fmt::format("yes: {} spins ({})", total.spins, fmt::join(hooks, ", "))
-                    : fmt::format("NO ({} exit reports, {} waits)", total.processes, total.waits);
+    v.engaged = engaged ? fmt::format("yes: {} spins ({})", total.spins, fmt::join(hooks, ", "))
+                        : fmt::format("NO ({} processes, {} waits)", total.processes, total.waits);
     bool same = true;
     const std::string& first = row.arms[0].front().output;
     for (const auto& arm : row.arms)
@@ -461,14 +450,13 @@ int coverage(const CoverageArgs& a, Args raw) {
     const ArmEnvironments envs(library, std::nullopt);
     const Environment plain = envs.of(kArmKinds[0]);
     // Own programs: the shim in LD_PRELOAD; relay and feed: the worker gets
-    // the plain environment plus PIPESPIN_MODE and PIPESPIN_LOG, which it
-    // hands on to the program with --preload (it never preloads itself).
+    // the plain environment plus PIPESPIN_MODE (and, per run, PIPESPIN_STATS),
+    // which it hands on to the program with --preload (it never preloads
+    // itself).
     Environment own_shim = envs.of(kArmKinds[3]);
     own_shim.set("PIPESPIN_MODE", mode_name(a.mode));
-    own_shim.set("PIPESPIN_LOG", "info");
     Environment worker_shim = plain;
     worker_shim.set("PIPESPIN_MODE", *own_shim.get("PIPESPIN_MODE"));
-    worker_shim.set("PIPESPIN_LOG", "info");
 
     std::vector<Row> rows;
     for (const Program& p : all_programs(scale)) {

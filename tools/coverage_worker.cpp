@@ -12,9 +12,9 @@
 // sleep.
 //
 // The worker itself never has the shim: with --preload, only PROG gets
-// LIB in front of LD_PRELOAD (and PIPESPIN_LOG=info unless set, so that it
-// writes its exit report on stderr, which it shares with this process). So
-// the arms differ only in the program's own waits.
+// LIB in front of LD_PRELOAD (the rest of the environment, PIPESPIN_STATS
+// included, it inherits as it is). So the arms differ only in the program's
+// own waits.
 //
 // On success it prints one line: "WALL_US HASH BYTES", the wall time from
 // the first byte sent to PROG's exit, and an FNV-1a hash and the size of
@@ -68,7 +68,6 @@ pid_t start(const Program& prog, int in, int out) {
     Environment env = Environment::current();
     if (prog.preload) {
         env.set_preload(preload_with(env.get("LD_PRELOAD").value_or(""), *prog.preload));
-        if (!env.get("PIPESPIN_LOG")) env.set("PIPESPIN_LOG", "info");
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

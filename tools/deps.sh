@@ -10,6 +10,7 @@ pipespin_packages=(
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
   xz-utils zstd perl                 # programs `pipespin coverage` runs
+  man-db                             # tests/install renders the manual pages
 )
 
 pipespin_install_deps() {

@@ -223,21 +223,12 @@ bool oversubscribed(std::uint64_t now) noexcept {
     return over;
 }
 
-// Per family of hooks, each on its own line: only waits that spin count.
-struct alignas(64) ViaCounters {
-    std::atomic<std::uint64_t> waits{0}, spins{0}, spin_hits{0};
-};
-ViaCounters g_via[kViaCount];
-
+// Per family of hooks (process-wide): only waits that spun count.
 void count_via(Via via, SpinEnd end) noexcept {
-    ViaCounters& c = g_via[static_cast<int>(via)];
-    c.waits.fetch_add(1, std::memory_order_relaxed);
-    c.spins.fetch_add(1, std::memory_order_relaxed);
-    if (end == SpinEnd::Ready || end == SpinEnd::Answer)
-        c.spin_hits.fetch_add(1, std::memory_order_relaxed);
+    g_table.process().count_via(via, end == SpinEnd::Ready || end == SpinEnd::Answer);
 }
 
-void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
+void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
     st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
@@ -254,7 +245,32 @@ Plan done(DirState* dir, long result) noexcept {
     plan.action = Plan::Action::Done;
     plan.result = result;
     plan.dir = dir;
+    plan.ctr = dir;
     return plan;
+}
+
+// The interval statistics line, at most once per period per process: one
+// thread wins the slot, the others go on at once. A coarse clock (a few ns,
+// no syscall) is enough for a period in seconds.
+void maybe_stats_tick() noexcept {
+    const StatsTick tick = g_runtime.stats_tick.load(std::memory_order_acquire);
+    if (tick == nullptr) [[likely]]
+        return;
+    const std::uint64_t now = sys::coarse_ns();
+    std::uint64_t next = g_runtime.stats_next_ns.load(std::memory_order_relaxed);
+    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(
+                          next, now + g_runtime.stats_period_ns.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed))
+        return;
+    tick();
+}
+
+// Nothing in this process can spin in this direction: no call ever takes
+// the slow path, so every call on a tracked pipe may tick (the control arm
+// of an A/B test must report on the same schedule as the treatment).
+bool never_spins(bool dir_on) noexcept {
+    const PolicyParams& p = g_runtime.params;
+    return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2;
 }
 
 // The policy's budget for this fd now. In adaptive mode a budget that would
@@ -280,8 +296,13 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
     DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
     plan.dir = &st;
-    const std::uint64_t budget = g_runtime.spin_dir[static_cast<int>(dir)] ? budget_for(st) : 0;
-    if (budget == 0) return plan;
+    plan.ctr = &st;
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)];
+    const std::uint64_t budget = dir_on ? budget_for(st) : 0;
+    if (budget == 0) {
+        if (never_spins(dir_on)) maybe_stats_tick();
+        return plan;
+    }
 
     const bool reading = dir == Dir::Read;
     const Probe probe = g_runtime.probe;
@@ -308,7 +329,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
         case Look::Pending:
             break;
     }
-    // The fd would block now.
+    // The fd would block now: the slow path.
+    maybe_stats_tick();
     if (!cpu_free_for_peer()) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
@@ -372,6 +394,12 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.spin_poll = o.spin_poll != 0;
 }
 
+void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
+    g_runtime.stats_period_ns.store(period_ns, std::memory_order_relaxed);
+    g_runtime.stats_next_ns.store(sys::coarse_ns() + period_ns, std::memory_order_relaxed);
+    g_runtime.stats_tick.store(period_ns != 0 ? tick : nullptr, std::memory_order_release);
+}
+
 Plan before_read(int fd, void* buf, std::size_t n) {
     return wait_io(fd, Dir::Read, buf, n);
 }
@@ -383,8 +411,11 @@ Plan before_write(int fd, const void* buf, std::size_t n) {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off || !g_runtime.spin_poll)
+    if (timeout_ms == 0 || nfds == 0) return plan;
+    if (never_spins(g_runtime.spin_poll)) {
+        maybe_stats_tick();
         return plan;
+    }
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.
@@ -397,9 +428,11 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
     if (r < 0) return plan;
+    maybe_stats_tick();  // nothing is ready: the slow path
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
     DirState* st = nullptr;
+    StatKind kind = StatKind::Pipe;
     for (unsigned long i = 0; i < nfds && st == nullptr; ++i) {
         if (pfds[i].fd < 0) continue;
         FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
@@ -407,9 +440,14 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
             st = &info.slot->dir[static_cast<int>(Dir::Read)];
         else if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
             st = &info.slot->dir[static_cast<int>(Dir::Write)];
+        kind = info.kind();
     }
     if (st == nullptr) return plan;
+    // The policy is the first watched pipe's; the counters are the
+    // process's poll counters (a poll waits on a set, not on one fd).
+    IoCounters& ctr = g_table.process().at(kind, StatDir::Poll);
     plan.dir = st;
+    plan.ctr = &ctr;
     plan.per_call = true;
     std::uint64_t budget = budget_for(*st);
     if (timeout_ms > 0)
@@ -421,7 +459,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
 
-    st->waits.fetch_add(1, std::memory_order_relaxed);
+    ctr.waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     std::uint64_t spent = 0;
     SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
@@ -429,7 +467,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         if (ready == -EINTR) return Look::Pending;  // the signal check below decides
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
     });
-    count_spin(*st, plan, end, spent);
+    count_spin(ctr, plan, end, spent);
     count_via(Via::Poll, end);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
@@ -451,19 +489,24 @@ namespace {
 constexpr std::uint64_t kNeverBlock = (1ull << (32 - 1)) | (1ull << (33 - 1));
 
 // The spin shared by select, ppoll and epoll, once the set is known to hold
-// a tracked pipe (whose state `st` decides) and a first look found nothing
-// ready. `look` is the call itself with a zero timeout: > 0 ready, 0
-// nothing, -errno. Its answer is the program's (answer_is_done: ppoll and
-// epoll, whose look wrote the result where the program reads it) or only a
-// sign that the real call will not wait (select, whose look ran on copies).
-// A signal handler that runs ends the wait with EINTR, whatever SA_RESTART
-// says, as for these calls in the kernel.
+// a tracked pipe (whose policy state `st` decides) and a first look found
+// nothing ready. The counters are the process's poll counters for the
+// pipe's kind, as for poll (a set is not one fd's). `look` is the call
+// itself with a zero timeout: > 0 ready, 0 nothing, -errno. Its answer is
+// the program's (answer_is_done: ppoll and epoll, whose look wrote the
+// result where the program reads it) or only a sign that the real call will
+// not wait (select, whose look ran on copies). A signal handler that runs
+// ends the wait with EINTR, whatever SA_RESTART says, as for these calls in
+// the kernel.
 template <class SetLook>
-Plan spin_set(Plan plan, DirState& st, Via via, std::int64_t timeout_ns, const void* sigmask,
-              const SignalMark& mark, bool answer_is_done, SetLook&& look) {
+Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, std::int64_t timeout_ns,
+              const void* sigmask, const SignalMark& mark, bool answer_is_done, SetLook&& look) {
+    IoCounters& ctr = g_table.process().at(kind, StatDir::Poll);
     plan.dir = &st;
+    plan.ctr = &ctr;
     plan.per_call = true;
-    std::uint64_t budget = g_runtime.spin_poll ? budget_for(st) : 0;
+    maybe_stats_tick();  // nothing is ready: the slow path
+    std::uint64_t budget = budget_for(st);
     if (timeout_ns >= 0) budget = std::min<std::uint64_t>(budget, timeout_ns);
     if (budget == 0) return plan;
     if (!cpu_free_for_peer()) {
@@ -479,7 +522,7 @@ Plan spin_set(Plan plan, DirState& st, Via via, std::int64_t timeout_ns, const v
         mask &= ~kNeverBlock;
         plan.mask_applied = sys::sigmask_swap(&mask, &plan.old_mask) == 0;
     }
-    st.waits.fetch_add(1, std::memory_order_relaxed);
+    ctr.waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     bool eintr = false;
     std::uint64_t spent = 0;
@@ -493,7 +536,7 @@ Plan spin_set(Plan plan, DirState& st, Via via, std::int64_t timeout_ns, const v
         return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
     });
     if (eintr) end = SpinEnd::Interrupted;
-    count_spin(st, plan, end, spent);
+    count_spin(ctr, plan, end, spent);
     count_via(via, end);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
@@ -536,36 +579,36 @@ int watched_pipe(int epfd, std::uint64_t w, Dir* dir) noexcept {
     return fd;
 }
 
-DirState* first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
+// The first tracked pipe a pollfd array waits on: its direction's state
+// and its kind; st is null if there is none.
+struct SetPipe {
+    DirState* st = nullptr;
+    StatKind kind = StatKind::Pipe;
+};
+
+SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
     auto* pfds = static_cast<sys::PollFd*>(fds);
     for (unsigned long i = 0; i < nfds; ++i) {
         if (pfds[i].fd < 0) continue;
         FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
         if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
-            return &info.slot->dir[static_cast<int>(Dir::Read)];
+            return {&info.slot->dir[static_cast<int>(Dir::Read)], info.kind()};
         if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
-            return &info.slot->dir[static_cast<int>(Dir::Write)];
+            return {&info.slot->dir[static_cast<int>(Dir::Write)], info.kind()};
     }
-    return nullptr;
+    return {};
 }
 
+// select, ppoll, epoll cannot spin in this process: the call passes
+// straight through (and may be the one that writes the interval line, as
+// for poll).
 bool set_waits_off() noexcept {
-    return g_runtime.params.mode == Mode::Off || !g_runtime.spin_poll;
+    if (!never_spins(g_runtime.spin_poll)) return false;
+    maybe_stats_tick();
+    return true;
 }
 
 }  // namespace
-
-ViaTotals via_totals(Via v) noexcept {
-    const ViaCounters& c = g_via[static_cast<int>(v)];
-    return {c.waits.load(std::memory_order_relaxed), c.spins.load(std::memory_order_relaxed),
-            c.spin_hits.load(std::memory_order_relaxed)};
-}
-
-const char* via_name(Via v) noexcept {
-    static constexpr const char* kNames[kViaCount] = {"io",     "poll",  "stdio", "vector",
-                                                      "select", "epoll", "splice"};
-    return kNames[static_cast<int>(v)];
-}
 
 Plan before_ready(int fd, Dir dir, Via via) {
     FdInfo info = g_table.lookup(fd, classify_fd);
@@ -573,9 +616,14 @@ Plan before_ready(int fd, Dir dir, Via via) {
     DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
     plan.dir = &st;
+    plan.ctr = &st;
     plan.per_call = true;
-    const std::uint64_t budget = g_runtime.spin_dir[static_cast<int>(dir)] ? budget_for(st) : 0;
-    if (budget == 0) return plan;
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)];
+    const std::uint64_t budget = dir_on ? budget_for(st) : 0;
+    if (budget == 0) {
+        if (never_spins(dir_on)) maybe_stats_tick();
+        return plan;
+    }
     Hold hold{fd};
     hold.may_hold = false;
     Looker look{hold,
@@ -587,6 +635,7 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 0};
     const SignalMark mark;
     if (look(0) != Look::Pending) return plan;
+    maybe_stats_tick();  // the fd would block now: the slow path
     if (!cpu_free_for_peer()) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
@@ -619,8 +668,9 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     Plan plan;
     plan.timeout_ns = timeout_ns;
     constexpr int kMaxFds = 1024;  // FD_SETSIZE; larger sets are left alone
-    if (timeout_ns == 0 || nfds <= 0 || nfds > kMaxFds || set_waits_off() ||
-        (rfds == nullptr && wfds == nullptr))  // select(0, 0, 0, 0, &tv): a sleep
+    if (timeout_ns == 0 || nfds <= 0 || nfds > kMaxFds ||
+        (rfds == nullptr && wfds == nullptr) ||  // select(0, 0, 0, 0, &tv): a sleep
+        set_waits_off())
         return plan;
     constexpr int kWords = kMaxFds / 64;
     const int words = (nfds + 63) / 64;
@@ -633,6 +683,7 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
 
     // The first tracked pipe in the read set, else in the write set.
     DirState* st = nullptr;
+    StatKind kind = StatKind::Pipe;
     for (int k = 0; k < 2 && st == nullptr; ++k) {
         if (user[k] == nullptr) continue;
         const Dir dir = k == 0 ? Dir::Read : Dir::Write;
@@ -643,6 +694,7 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
                 FdInfo info = g_table.lookup(fd, classify_fd);
                 if (info.can(dir)) {
                     st = &info.slot->dir[static_cast<int>(dir)];
+                    kind = info.kind();
                     break;
                 }
             }
@@ -663,7 +715,7 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     const long r = look();
     if (r == -EINTR) return interrupted(plan);
     if (r != 0) return plan;  // ready, or an error: the real call says which
-    return spin_set(plan, *st, Via::Select, timeout_ns, sigmask, mark, false, look);
+    return spin_set(plan, *st, kind, Via::Select, timeout_ns, sigmask, mark, false, look);
 }
 
 Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask) {
@@ -676,9 +728,9 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    DirState* st = first_pipe_in_pollfds(fds, nfds);
-    if (st == nullptr) return plan;
-    return spin_set(plan, *st, Via::Poll, timeout_ns, sigmask, mark, true,
+    const SetPipe pipe = first_pipe_in_pollfds(fds, nfds);
+    if (pipe.st == nullptr) return plan;
+    return spin_set(plan, *pipe.st, pipe.kind, Via::Poll, timeout_ns, sigmask, mark, true,
                     [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
 }
 
@@ -719,8 +771,8 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], Via::Epoll, timeout_ns, sigmask,
-                    mark, true,
+    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], info.kind(), Via::Epoll,
+                    timeout_ns, sigmask, mark, true,
                     [&]() noexcept { return sys::epoll_pwait0(epfd, events, maxevents, sigmask); });
 }
 
@@ -734,26 +786,25 @@ void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
     if (plan.obs.spun) {
-        if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
+        if (plan.action == Plan::Action::Call) {
+            plan.obs.block_ns = sys::now_ns() - plan.t_call;
+            if (plan.ctr != nullptr)
+                plan.ctr->sleep_ns.fetch_add(plan.obs.block_ns, std::memory_order_relaxed);
+        }
         SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
     }
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
                                                    : static_cast<std::uint64_t>(result);
+    if (plan.ctr != nullptr) {
+        bump(plan.ctr->calls);
+        if (!plan.per_call && result > 0) bump(plan.ctr->bytes, progress);
+    }
     SpinPolicy::on_call(ps, g_runtime.params, progress, sys::now_ns);
 }
 
-Totals totals(Dir d) noexcept {
-    Totals t;
-    const int top = g_table.high_water();
-    for (int fd = 0; fd < top; ++fd) {
-        const DirState& st = g_table.slot(fd)->dir[static_cast<int>(d)];
-        t.waits += st.waits.load(std::memory_order_relaxed);
-        t.spins += st.spins.load(std::memory_order_relaxed);
-        t.spin_hits += st.spin_hits.load(std::memory_order_relaxed);
-        t.spin_ns += st.spin_ns.load(std::memory_order_relaxed);
-    }
-    return t;
+void stats_snapshot(StatsSnapshot& out) noexcept {
+    g_table.snapshot(out);
 }
 
 }  // namespace pipespin

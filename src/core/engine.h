@@ -25,14 +25,15 @@ namespace pipespin {
 struct Plan {
     enum class Action : std::uint8_t { Call, Done, Interrupted };
     Action action = Action::Call;
-    bool per_call = false;     // poll: progress is counted in calls, not bytes
-    int timeout_ms = 0;        // poll: what remains of the caller's timeout
-    long result = 0;           // Done: >= 0, or -errno
-    int held_fd = -1;          // Call: make the real call on this fd and close it
-                               // (our reference to the file the call began on)
-    DirState* dir = nullptr;   // a tracked pipe: after_call() counts the call
-    WaitObservation obs;       // obs.spun: a spin ran, after_call() learns from it
-    std::uint64_t t_call = 0;  // when the real call was let go
+    bool per_call = false;      // poll: progress is counted in calls, not bytes
+    int timeout_ms = 0;         // poll: what remains of the caller's timeout
+    long result = 0;            // Done: >= 0, or -errno
+    int held_fd = -1;           // Call: make the real call on this fd and close it
+                                // (our reference to the file the call began on)
+    DirState* dir = nullptr;    // a tracked pipe: after_call() counts the call
+    IoCounters* ctr = nullptr;  // where it counts (dir's own, or the process's poll counters)
+    WaitObservation obs;        // obs.spun: a spin ran, after_call() learns from it
+    std::uint64_t t_call = 0;   // when the real call was let go
     // select, ppoll, epoll: what remains of the caller's timeout after the
     // spin (-1: none), in ns; the caller rounds it up to its own unit.
     std::int64_t timeout_ns = -1;
@@ -42,6 +43,12 @@ struct Plan {
     bool mask_applied = false;
     std::uint64_t old_mask = 0;
 };
+
+// Statistics lines every stats_interval seconds: the interpose layer
+// registers a writer; the engine calls it at most once per period per
+// process, from a call on a tracked pipe that is about to spin or block (or,
+// when nothing in the process spins, from any call on a tracked pipe).
+using StatsTick = void (*)() noexcept;
 
 // Process-wide settings, constant-initialised so that calls arriving before
 // the shim's constructor find sane values.
@@ -53,6 +60,9 @@ struct Runtime {
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
+    std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
+    std::atomic<std::uint64_t> stats_period_ns{0};
+    std::atomic<std::uint64_t> stats_next_ns{0};
 };
 Runtime& runtime() noexcept;
 // The fd table: all zeros at start, so it lives in .bss and costs no page
@@ -61,6 +71,8 @@ FdTable& fd_table() noexcept;
 
 // Applies resolved options (at start-up; later on live retune).
 void configure(const Options& o, int usable_cpus) noexcept;
+// Registers (or, with null or a zero period, removes) the interval writer.
+void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
 
 Plan before_read(int fd, void* buf, std::size_t n);
 Plan before_write(int fd, const void* buf, std::size_t n);
@@ -69,16 +81,9 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
 
 // ---- the waits that real programs make without calling read() ------------
 //
-// Which family of hooks a wait came through. Counted per process (waits that
-// found the fd not ready, spins, hits) so that the exit report and `pipespin
-// coverage` can tell which hooks engaged.
-enum class Via : std::uint8_t { Io, Poll, Stdio, Vector, Select, Epoll, Splice };
-inline constexpr int kViaCount = 7;
-struct ViaTotals {
-    std::uint64_t waits = 0, spins = 0, spin_hits = 0;
-};
-ViaTotals via_totals(Via v) noexcept;
-const char* via_name(Via v) noexcept;  // "io", "poll", "stdio", ...
+// Each entry point below names the family of hooks it serves (Via, in
+// core/stats.h): the process counts spins and hits per family, for the exit
+// report, the statistics line's "via" object and `pipespin coverage`.
 
 // stdio refills, splice, tee: the real call reads (or writes) inside libc or
 // the kernel, where no probe can stand in for it. Waits, consuming nothing
@@ -120,10 +125,8 @@ void close_holds_after_fork() noexcept;
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
 
-// Sums of every slot's counters, for the exit report and stats.
-struct Totals {
-    std::uint64_t waits = 0, spins = 0, spin_hits = 0, spin_ns = 0;
-};
-Totals totals(Dir d) noexcept;
+// Every counter of the process (closed fds included), for the exit report
+// and the statistics lines.
+void stats_snapshot(StatsSnapshot& out) noexcept;
 
 }  // namespace pipespin

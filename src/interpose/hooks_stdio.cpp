@@ -139,6 +139,9 @@ size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
             break;
         }
         errno = saved;
+        // The piece's result is a byte count, as a read's: the counters and
+        // the policy get it as such.
+        plan.per_call = false;
         // Ready: what the pipe holds comes back at once. Still empty (the
         // budget ran out, EOF, a non-blocking fd): the real call waits for
         // one byte, and glibc's refill brings whatever the pipe has then.

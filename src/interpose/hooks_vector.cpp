@@ -23,6 +23,7 @@ Plan before_transfer(int in, int out, unsigned int flags) {
     if (flags & SPLICE_F_NONBLOCK) return {};
     Plan plan = before_ready(in, Dir::Read, Via::Splice);
     if (plan.dir == nullptr) plan = before_ready(out, Dir::Write, Via::Splice);
+    plan.per_call = false;  // the result is the bytes moved, as a read's or a write's
     return plan;
 }
 

@@ -16,6 +16,7 @@
 #include "core/options.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/stats.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -27,13 +28,62 @@ const char* secure_env(const char* name, void*) {
 
 constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
 
+// The A/B arm and the statistics: after every resolution of the options
+// (a live reload must call this too, before configure()). `ab` counts as
+// configured when any source set it.
+Arm settle_stats_and_arm(Options& options, const EnvSources& sources) {
+    const bool ab_configured = sources.from_env[option_index(*find_option("ab"))];
+    return stats_resolve(options, ab_configured);
+}
+
+// The per-process summary at info level: one line per direction, and one
+// with the spins per hook family.
+void exit_report() noexcept {
+    StatsSnapshot snap;
+    stats_snapshot(snap);
+    char line[256];
+    for (StatDir d : {StatDir::Read, StatDir::Write, StatDir::Poll}) {
+        const Counters t = snap.total(d);
+        std::snprintf(line, sizeof line,
+                      "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu "
+                      "sleep_us=%llu calls=%llu",
+                      ::getpid(), dir_name(d).data(), static_cast<unsigned long long>(t.waits),
+                      static_cast<unsigned long long>(t.spins),
+                      static_cast<unsigned long long>(t.spin_hits),
+                      static_cast<unsigned long long>(t.spin_ns / 1000),
+                      static_cast<unsigned long long>(t.sleep_ns / 1000),
+                      static_cast<unsigned long long>(t.calls));
+        report::write(LogLevel::Info, line);
+    }
+    // Which hooks the spins came through: spins/hits per family.
+    int n = std::snprintf(line, sizeof line, "exit pid=%d spins by hook:", ::getpid());
+    for (int v = 0; v < kViaCount && n > 0 && static_cast<std::size_t>(n) < sizeof line; ++v) {
+        const ViaCount& t = snap.via[v];
+        n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu/%llu",
+                           via_name(static_cast<Via>(v)).data(),
+                           static_cast<unsigned long long>(t.spins),
+                           static_cast<unsigned long long>(t.spin_hits));
+    }
+    report::write(LogLevel::Info, line);
+}
+
+// The summary, once per process: at exit, or just before the program closes
+// its stderr (before_stderr_closes()), whichever comes first.
+void write_exit_report() noexcept {
+    static std::atomic<bool> done{false};
+    if (!g_ready.load() || !report::enabled(LogLevel::Info) || done.exchange(true)) return;
+    exit_report();
+}
+
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
     const char* missing = resolve_all();
     Options options;
     EnvProblems problems;
     EnvSources sources;
+    stats_start();
     read_env(secure_env, nullptr, options, problems, sources);
+    const Arm arm = settle_stats_and_arm(options, sources);
     report::set_level(options.log());
     for (std::size_t i = 0; i < problems.count; ++i)
         report::write(LogLevel::Warn, problems.lines[i]);
@@ -49,8 +99,9 @@ __attribute__((constructor)) void pipespin_init() {
     if (cpus < 2 && options.mode() != Mode::Off)
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {
-        std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d", ::getpid(),
-                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus);
+        std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d arm=%s", ::getpid(),
+                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus,
+                      arm_name(arm).data());
         report::write(LogLevel::Debug, line);
     }
     // No lock is ever held across fork; but a reference another thread held
@@ -60,36 +111,22 @@ __attribute__((constructor)) void pipespin_init() {
 }
 
 __attribute__((destructor)) void pipespin_fini() {
+    if (!g_ready.load()) return;
+    BusyScope busy;
+    stats_exit();
+    stats_report_problems();
     write_exit_report();
 }
 
 }  // namespace
 
-void write_exit_report() noexcept {
-    // Once per process: a program that closes its stderr gets the report
-    // just before (see fclose in hooks.cpp), not again at exit.
-    static std::atomic<bool> done{false};
-    if (!g_ready.load() || !report::enabled(LogLevel::Info) || done.exchange(true)) return;
+void before_stderr_closes() noexcept {
+    if (!g_ready.load()) return;
     BusyScope busy;
-    char line[256];
-    for (Dir d : {Dir::Read, Dir::Write}) {
-        Totals t = totals(d);
-        std::snprintf(
-            line, sizeof line, "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu",
-            ::getpid(), d == Dir::Read ? "read" : "write", static_cast<unsigned long long>(t.waits),
-            static_cast<unsigned long long>(t.spins), static_cast<unsigned long long>(t.spin_hits),
-            static_cast<unsigned long long>(t.spin_ns / 1000));
-        report::write(LogLevel::Info, line);
-    }
-    // Which hooks the spins came through: spins/hits per family.
-    int n = std::snprintf(line, sizeof line, "exit pid=%d spins by hook:", ::getpid());
-    for (int v = 0; v < kViaCount && n > 0 && static_cast<std::size_t>(n) < sizeof line; ++v) {
-        const ViaTotals t = via_totals(static_cast<Via>(v));
-        n += std::snprintf(line + n, sizeof line - static_cast<std::size_t>(n), " %s=%llu/%llu",
-                           via_name(static_cast<Via>(v)), static_cast<unsigned long long>(t.spins),
-                           static_cast<unsigned long long>(t.spin_hits));
-    }
-    report::write(LogLevel::Info, line);
+    // With PIPESPIN_STATS=stderr the exit line has nowhere to go later
+    // either: it is written now, and only now (stats_exit() writes it once).
+    if (stats_to_stderr()) stats_exit();
+    write_exit_report();
 }
 
 }  // namespace pipespin::interpose

@@ -6,9 +6,9 @@
 // through raw syscalls, which is what the libc function would do anyway.
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -58,9 +58,11 @@ private:
     bool was_;
 };
 
-// init.cpp: the per-process summary (PIPESPIN_LOG=info), once: at exit, or
-// just before the program closes its stderr, whichever comes first.
-void write_exit_report() noexcept;
+// init.cpp: the program is about to close its stderr (coreutils'
+// close_stdout at exit): what the shim writes there at exit (the summary at
+// PIPESPIN_LOG=info, the statistics line with PIPESPIN_STATS=stderr) is
+// written now instead, once.
+void before_stderr_closes() noexcept;
 
 inline bool engaged() noexcept {
     return g_ready.load(std::memory_order_acquire) && !t_busy;

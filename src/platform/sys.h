@@ -79,6 +79,8 @@ long fionread(int fd) noexcept;
 long getfl(int fd) noexcept;
 // fstat(fd) and report whether it is a FIFO; -errno on failure.
 long is_fifo(int fd) noexcept;
+// fstatfs(fd): 1 if the fd is an anonymous pipe (pipefs), 0 if not, -errno.
+long is_pipefs(int fd) noexcept;
 long close(int fd) noexcept;
 long read(int fd, void* buf, std::size_t n) noexcept;
 long write(int fd, const void* buf, std::size_t n) noexcept;
@@ -88,6 +90,15 @@ long sched_yield() noexcept;
 inline std::uint64_t now_ns() noexcept {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Monotonic nanoseconds at tick resolution (a few ms): cheaper still, for
+// rate limits that are measured in milliseconds.
+inline std::uint64_t coarse_ns() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
            static_cast<std::uint64_t>(ts.tv_nsec);
 }
