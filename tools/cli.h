@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.h"
+
 namespace pipespin::cli {
 
 // Exit statuses of pipespin itself; `run` otherwise exits with its command's.
@@ -82,12 +84,28 @@ std::string bench_usage();
 int bench_matrix(ArgCursor& cur);
 std::string bench_matrix_usage();
 
+int check_config_main(Args args);
+std::string check_config_usage();
+
 // Hidden: what `bench` re-executes under each configuration's environment.
 int bench_worker_main(Args args);
 // The worker flag that makes it fail unless the shim is (or is not) loaded.
 inline std::string_view expect_shim_flag(bool shim) {
     return shim ? "--expect-shim" : "--expect-no-shim";
 }
+
+// Storage for the names a ProgramId views.
+struct ProgramNames {
+    std::string exe_path, exe_name, argv0_name;
+};
+// The names the shim would match for a program given as a basename or path.
+ProgramId program_id_for(std::string_view name, ProgramNames& storage);
+// ... for the process `run` would start: CMD found at path (a script runs as
+// its #! interpreter), started as argv0.
+ProgramId program_id_for_command(const std::string& path, std::string_view argv0,
+                                 ProgramNames& storage);
+// Prints problems (stderr) and the resolved table (stdout); the exit status.
+int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program);
 
 // Full --help text (main.cpp), for subcommands that print it on "--help".
 std::string full_usage();

@@ -30,6 +30,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"run", run_main, run_usage},
     {"bench", bench_main, bench_usage},
+    {"check-config", check_config_main, check_config_usage},
     {"bench-worker", bench_worker_main, nullptr},
 };
 

@@ -210,7 +210,7 @@ bool oversubscribed(std::uint64_t now) noexcept {
         sys::close(static_cast<int>(fd));
         if (n > 0) running = parse_running(buf, n);
     }
-    const bool over = running > g_runtime.params.usable_cpus;
+    const bool over = running > g_runtime.usable_cpus.load(std::memory_order_relaxed);
     g_runtime.oversubscribed.store(over, std::memory_order_relaxed);
     return over;
 }
@@ -237,13 +237,34 @@ Plan done(DirState* dir, long result) noexcept {
 
 // The policy's budget for this fd now. In adaptive mode a budget that would
 // spin is checked against the run queue first.
-std::uint64_t budget_for(DirState& st) noexcept {
-    return SpinPolicy::budget_ns(st.policy, g_runtime.params, g_runtime.wake);
+std::uint64_t budget_for(DirState& st, const PolicyParams& params) noexcept {
+    return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake);
 }
 
-bool cpu_free_for_peer() noexcept {
-    if (g_runtime.params.mode != Mode::Adaptive) return true;
+bool cpu_free_for_peer(const PolicyParams& params) noexcept {
+    if (params.mode != Mode::Adaptive) return true;
     return !oversubscribed(sys::now_ns());
+}
+
+// Whether the settings let anything spin at all.
+bool spinning_possible(const PolicyParams& p) noexcept {
+    return p.mode != Mode::Off && p.max_spin_ns != 0 && p.usable_cpus >= 2;
+}
+
+// The live re-check, at most every reload_ms per process: one thread wins
+// the slot, the others go on at once. A coarse clock (a few ns, no syscall)
+// is enough for a period in milliseconds.
+void maybe_reload() noexcept {
+    const ReloadHook hook = g_runtime.reload_hook.load(std::memory_order_acquire);
+    if (hook == nullptr) return;
+    const std::uint64_t period_ms = g_runtime.reload_ms.load(std::memory_order_relaxed);
+    if (period_ms == 0) return;
+    const std::uint64_t now = sys::coarse_ns();
+    std::uint64_t next = g_runtime.reload_next_ns.load(std::memory_order_relaxed);
+    if (now < next || !g_runtime.reload_next_ns.compare_exchange_strong(
+                          next, now + period_ms * 1'000'000u, std::memory_order_relaxed))
+        return;
+    hook();
 }
 
 // Shared by read and write: one look; if the fd would block and is in
@@ -255,11 +276,18 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
     plan.dir = &st;
-    const std::uint64_t budget = g_runtime.spin_dir[static_cast<int>(dir)] ? budget_for(st) : 0;
-    if (budget == 0) return plan;
+    const PolicyParams params = g_runtime.params();
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
+    if (budget == 0) {
+        // Nothing in this process spins in this direction: no call takes
+        // the slow path, so this is where a retuned config gets noticed.
+        if (!dir_on || !spinning_possible(params)) maybe_reload();
+        return plan;
+    }
 
     const bool reading = dir == Dir::Read;
-    const Probe probe = g_runtime.probe;
+    const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
     // Up to PIPE_BUF a pipe write is all or nothing, so a non-blocking try
     // either is the complete answer or changed nothing; larger writes may
     // be split, so they are only probed.
@@ -281,8 +309,9 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
         case Look::Pending:
             break;
     }
-    // The fd would block now.
-    if (!cpu_free_for_peer()) {
+    // The fd would block now: the slow path.
+    maybe_reload();
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
@@ -334,14 +363,42 @@ FdTable& fd_table() noexcept {
     return g_table;
 }
 
+PolicyParams Runtime::params() const noexcept {
+    PolicyParams p;
+    p.mode = mode.load(std::memory_order_relaxed);
+    p.max_spin_ns = max_spin_ns.load(std::memory_order_relaxed);
+    p.usable_cpus = usable_cpus.load(std::memory_order_relaxed);
+    return p;
+}
+
 void configure(const Options& o, int usable_cpus) noexcept {
-    g_runtime.params.mode = o.mode();
-    g_runtime.params.max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
-    g_runtime.params.usable_cpus = usable_cpus;
-    g_runtime.probe = o.probe();
-    g_runtime.spin_dir[static_cast<int>(Dir::Read)] = o.spin_read != 0;
-    g_runtime.spin_dir[static_cast<int>(Dir::Write)] = o.spin_write != 0;
-    g_runtime.spin_poll = o.spin_poll != 0;
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    const std::uint64_t max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
+    const bool mode_changed = g_runtime.mode.exchange(o.mode(), kRelaxed) != o.mode();
+    const bool ceiling_changed =
+        g_runtime.max_spin_ns.exchange(max_spin_ns, kRelaxed) != max_spin_ns;
+    const bool relearn = mode_changed || ceiling_changed;
+    g_runtime.usable_cpus.store(usable_cpus, kRelaxed);
+    g_runtime.probe.store(o.probe(), kRelaxed);
+    g_runtime.spin_dir[static_cast<int>(Dir::Read)].store(o.spin_read != 0, kRelaxed);
+    g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
+    g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
+    g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
+    g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
+                                   kRelaxed);
+    if (relearn) {
+        // What adaptive mode measured was under other settings. Threads in
+        // a call meanwhile may write a stale field back: that costs one
+        // epoch's accuracy, never correctness.
+        const int top = g_table.high_water();
+        for (int fd = 0; fd < top; ++fd)
+            for (DirState& st : g_table.slot(fd)->dir) st.policy.reset();
+        g_runtime.wake.reset();
+    }
+}
+
+void set_reload_hook(ReloadHook hook) noexcept {
+    g_runtime.reload_hook.store(hook, std::memory_order_release);
 }
 
 Plan before_read(int fd, void* buf, std::size_t n) {
@@ -355,9 +412,12 @@ Plan before_write(int fd, const void* buf, std::size_t n) {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0 || g_runtime.params.mode == Mode::Off ||
-        !g_runtime.spin_poll)
+    if (timeout_ms == 0 || nfds == 0) return plan;
+    const PolicyParams params = g_runtime.params();
+    if (!spinning_possible(params) || !g_runtime.spin_poll.load(std::memory_order_relaxed)) {
+        maybe_reload();  // as in wait_io: the only chance to notice a retuned config
         return plan;
+    }
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
     // is the answer at once.
@@ -370,6 +430,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
     if (r < 0) return plan;
+    maybe_reload();  // nothing is ready: the slow path
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
     DirState* st = nullptr;
@@ -384,12 +445,12 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     if (st == nullptr) return plan;
     plan.dir = st;
     plan.per_call = true;
-    std::uint64_t budget = budget_for(*st);
+    std::uint64_t budget = budget_for(*st, params);
     if (timeout_ms > 0)
         budget =
             std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
     if (budget == 0) return plan;
-    if (!cpu_free_for_peer()) {
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st->policy);
         return plan;
     }
@@ -417,14 +478,15 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
 void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
+    const PolicyParams params = g_runtime.params();
     if (plan.obs.spun) {
         if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
-        SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
+        SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs);
     }
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
                                                    : static_cast<std::uint64_t>(result);
-    SpinPolicy::on_call(ps, g_runtime.params, progress, sys::now_ns);
+    SpinPolicy::on_call(ps, params, progress, sys::now_ns);
 }
 
 Totals totals(Dir d) noexcept {

@@ -1,10 +1,11 @@
 // Start-up and exit of the shim inside the host process.
 //
-// The constructor resolves the real functions, reads the configuration and
-// only then engages the wrappers. Any failure leaves the shim in plain
-// pass-through with one warning; it never aborts or exits the host. Nothing
-// here allocates: a process with nothing to report pays for a few getenv
-// calls and one sched_getaffinity.
+// The constructor resolves the real functions, reads the configuration
+// (interpose/settings.h) and only then engages the wrappers. Any failure
+// leaves the shim in plain pass-through with one warning; it never aborts or
+// exits the host. Nothing here allocates: a process with nothing to report
+// and no config file pays for a few getenv calls, one failed stat of
+// /etc/pipespin.conf and one sched_getaffinity.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -15,14 +16,11 @@
 #include "core/options.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/settings.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
 namespace {
-
-const char* secure_env(const char* name, void*) {
-    return ::secure_getenv(name);
-}
 
 constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
 
@@ -30,31 +28,36 @@ __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
     const char* missing = resolve_all();
     Options options;
-    EnvProblems problems;
-    EnvSources sources;
-    read_env(secure_env, nullptr, options, problems, sources);
-    report::set_level(options.log());
-    for (std::size_t i = 0; i < problems.count; ++i)
-        report::write(LogLevel::Warn, problems.lines[i]);
+    OptionSources sources;
+    resolve_startup_options(options, sources);
     char line[256];
     if (missing != nullptr) {
+        report::set_level(options.log());
+        report::set_log_file(options.log_file.view());
+        report_problems(true);
         std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through",
                       missing);
         report::write(LogLevel::Warn, line);
         return;
     }
+    apply_options(options);
+    report_problems(true);
     const int cpus = sys::usable_cpus();
-    configure(options, cpus);
     if (cpus < 2 && options.mode() != Mode::Off)
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {
         std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d", ::getpid(),
                       kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus);
         report::write(LogLevel::Debug, line);
+        report_resolved(options, sources, true);
     }
+    watch_config();
     // No lock is ever held across fork; but a reference another thread held
     // to a pipe (see engine.cpp, Hold) must not live on in the child.
-    pthread_atfork(nullptr, nullptr, [] { close_holds_after_fork(); });
+    pthread_atfork(nullptr, nullptr, [] {
+        close_holds_after_fork();
+        settings_after_fork();
+    });
     g_ready.store(true, std::memory_order_release);
 }
 
@@ -71,6 +74,12 @@ __attribute__((destructor)) void pipespin_fini() {
             static_cast<unsigned long long>(t.spin_ns / 1000));
         report::write(LogLevel::Info, line);
     }
+    // What the process ended with (a live reload may have changed it).
+    const Runtime& rt = runtime();
+    std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
+                  ::getpid(), kModeNames[static_cast<int>(rt.mode.load())],
+                  static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
+    report::write(LogLevel::Info, line);
 }
 
 }  // namespace
