@@ -51,40 +51,43 @@ std::string example_text() {
     out += "# (PIPESPIN_CONFIG set but empty: no file at all).\n#\n";
     para(kFormatHelp);
     out += "#\n";
-    para("Precedence, lowest first: built-in defaults, [global], every matching "
-         "[program] section in file order (the last one wins where several set a "
-         "key), PIPESPIN_* environment variables. A bad line never stops a program: "
-         "pipespin warns once, naming file:line, the text and the value it used "
-         "instead, and applies the rest of the file. `pipespin check-config FILE "
-         "[--program NAME]` shows what a file resolves to and where each value came "
-         "from; `pipespin run --print-config CMD` does the same for a command.");
+    para(
+        "Precedence, lowest first: built-in defaults, [global], every matching "
+        "[program] section in file order (the last one wins where several set a "
+        "key), PIPESPIN_* environment variables. A bad line never stops a program: "
+        "pipespin warns once, naming file:line, the text and the value it used "
+        "instead, and applies the rest of the file. `pipespin check-config FILE "
+        "[--program NAME]` shows what a file resolves to and where each value came "
+        "from; `pipespin run --print-config CMD` does the same for a command.");
     out += "#\n";
-    para(fmt::format(
-        "The shim runs inside root's processes too, so it refuses (with a warning) a "
-        "file that is not a regular file, is larger than {} bytes, is writable by "
-        "everybody, or by a group other than root's, or is owned by anybody but root "
-        "or the user running the program. A symlink is followed; the checks apply "
-        "to the file it leads to.",
-        kConfigMaxBytes));
+    para(
+        fmt::format("The shim runs inside root's processes too, so it refuses (with a warning) a "
+                    "file that is not a regular file, is larger than {} bytes, is writable by "
+                    "everybody, or by a group other than root's, or is owned by anybody but root "
+                    "or the user running the program. A symlink is followed; the checks apply "
+                    "to the file it leads to.",
+                    kConfigMaxBytes));
     out += "#\n";
-    para("Running processes look for a changed file (modification time, size, inode) "
-         "at most every reload_ms, from a call that is about to spin or block, and "
-         "then apply all of it again, to every fd. So a change takes effect within "
-         "reload_ms of the next pipe wait: a process that never waits on a pipe never "
-         "looks. Replace the file by rename(2) (as editors do) so that no process "
-         "reads half of it.");
+    para(
+        "Running processes look for a changed file (modification time, size, inode) "
+        "at most every reload_ms, from a call that is about to spin or block, and "
+        "then apply all of it again, to every fd. So a change takes effect within "
+        "reload_ms of the next pipe wait: a process that never waits on a pipe never "
+        "looks. Replace the file by rename(2) (as editors do) so that no process "
+        "reads half of it.");
     out += "#\n";
-    para("This file is generated from the option table by `pipespin check-config "
-         "--example` (a test keeps it so). Used as is, it changes nothing: every "
-         "value below is the built-in default.");
+    para(
+        "This file is generated from the option table by `pipespin check-config "
+        "--example` (a test keeps it so). Used as is, it changes nothing: every "
+        "value below is the built-in default.");
     out += "\n[global]\n";
     for (const OptionSpec& spec : option_table()) {
         const std::string def = format_default(spec);
         const std::string head = fmt::format("# {} = {}", spec.name, value_hint(spec));
         const std::string tail = fmt::format("(default: {})", def.empty() ? "empty" : def);
         out += "\n" + head;
-        out += std::string(head.size() + tail.size() < 78 ? 79 - head.size() - tail.size() : 1,
-                           ' ');
+        out +=
+            std::string(head.size() + tail.size() < 78 ? 79 - head.size() - tail.size() : 1, ' ');
         out += tail + "\n";
         comment_lines(out, spec.help, 4);
         out += fmt::format("{} ={}{}\n", spec.name, def.empty() ? "" : " ", def);
@@ -125,8 +128,8 @@ ProgramId program_id_for(std::string_view name, ProgramNames& storage) {
         storage.exe_path =
             ::realpath(std::string(name).c_str(), resolved) ? resolved : std::string(name);
     }
-    storage.exe_name = storage.exe_path.empty() ? storage.argv0_name
-                                                : std::string(base_name(storage.exe_path));
+    storage.exe_name =
+        storage.exe_path.empty() ? storage.argv0_name : std::string(base_name(storage.exe_path));
     return {storage.exe_path, storage.exe_name, storage.argv0_name};
 }
 

@@ -52,8 +52,8 @@ int print_run_config(Args cmd,
             return v ? v->data() : nullptr;  // entries are NAME=value strings: NUL-terminated
         },
         &env, static_cast<unsigned>(::geteuid()));
-    const bool absent = !must_exist && !c.file_read && c.problem_count == 0 &&
-                        ::access(file.c_str(), F_OK) != 0;
+    const bool absent =
+        !must_exist && !c.file_read && c.problem_count == 0 && ::access(file.c_str(), F_OK) != 0;
     return print_resolved(c, absent ? std::string_view{} : std::string_view(file), id);
 }
 
@@ -108,8 +108,7 @@ int run_main(Args args) {
     const std::string library = find_library();
 
     // Flags after the environment: what the user typed last wins.
-    for (const auto& [spec, value] : settings)
-        ::setenv(env_name(*spec).c_str(), value.c_str(), 1);
+    for (const auto& [spec, value] : settings) ::setenv(env_name(*spec).c_str(), value.c_str(), 1);
 
     const char* old_preload = ::getenv("LD_PRELOAD");
     std::vector<std::string> dropped;
