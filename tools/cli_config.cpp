@@ -109,7 +109,7 @@ std::string example_text() {
 std::string check_config_usage() {
     return usage_entry(
         "  pipespin check-config [--program NAME] FILE\n"
-        "  pipespin check-config --example",
+        "  pipespin check-config --example\n",
         "Read FILE as libpipespin.so would (the same parser and checks) and print every "
         "option's resolved value and where it came from (default or FILE:LINE), for "
         "NAME's [program] sections when given (a basename, or a path to match "
