@@ -132,7 +132,9 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
     }
     interpose::BusyScope busy;  // the sink's own I/O must not come back here
     const int fd = open_destination();
-    LogFn fn = may_load || g_state.load(std::memory_order_acquire) == 1 ? sink() : nullptr;
+    // Inside a program's call only raw syscalls: no dlopen, no lock, no
+    // cancellation point (the line is the same).
+    LogFn fn = may_load ? sink() : nullptr;
     if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0)
         fallback(fd, level, message);
     if (fd != 2) sys::close(fd);

@@ -24,8 +24,9 @@ void set_level(LogLevel level) noexcept;
 bool enabled(LogLevel level) noexcept;
 // "stderr" or "" for stderr, else a path. Safe against concurrent write().
 void set_log_file(std::string_view path) noexcept;
-// may_load: false from inside a program's call (a live reload): never
-// dlopen the sink there; the same line is written without it.
+// may_load: false from inside a program's call (a live reload): the line is
+// written with a raw write(2), never through the sink (no dlopen, no lock,
+// no cancellation point there).
 void write(LogLevel level, const char* message, bool may_load = true) noexcept;
 
 }  // namespace pipespin::report

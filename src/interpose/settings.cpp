@@ -36,7 +36,7 @@ std::atomic<unsigned> g_reloads{0};
 // Problems of the last resolution, held until they can be reported.
 struct Pending {
     static constexpr unsigned kMax = 16;
-    char lines[kMax][400] = {};
+    char lines[kMax][512] = {};
     unsigned count = 0;
     unsigned dropped = 0;
 };
