@@ -84,6 +84,12 @@ std::string bench_usage();
 int bench_matrix(ArgCursor& cur);
 std::string bench_matrix_usage();
 
+int stats_main(Args args);
+std::string stats_usage();
+
+int ab_main(Args args);
+std::string ab_usage();
+
 int check_config_main(Args args);
 std::string check_config_usage();
 
@@ -93,6 +99,18 @@ int bench_worker_main(Args args);
 inline std::string_view expect_shim_flag(bool shim) {
     return shim ? "--expect-shim" : "--expect-no-shim";
 }
+
+// Hidden: writes pipespin(1), pipespin.conf(5) or the bash completion from
+// the command table and the option table (cli_docs.cpp); the build runs it.
+int gen_docs_main(Args args);
+
+// A row of the command table (main.cpp).
+struct Command {
+    std::string_view name;
+    int (*main)(Args);
+    std::string (*usage)();  // nullptr: hidden from --help (internal helpers)
+};
+std::span<const Command> commands();
 
 // Storage for the names a ProgramId views.
 struct ProgramNames {
@@ -109,5 +127,7 @@ int print_resolved(const ConfigCheck& check, std::string_view file, const Progra
 
 // Full --help text (main.cpp), for subcommands that print it on "--help".
 std::string full_usage();
+// The "Exit status" paragraph of --help, unwrapped.
+std::string exit_status_text();
 
 }  // namespace pipespin::cli

@@ -345,7 +345,9 @@ Measured spawn_measure(const std::string& path, const std::vector<std::string>& 
     while (::wait4(pid, &m.wait_status, 0, &ru) < 0 && errno == EINTR) {
     }
     m.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    m.cpu_us = to_us(ru.ru_utime) + to_us(ru.ru_stime);
+    m.user_us = to_us(ru.ru_utime);
+    m.sys_us = to_us(ru.ru_stime);
+    m.cpu_us = m.user_us + m.sys_us;
     m.out = out.contents();
     if (err) m.err = err->contents();
     return m;

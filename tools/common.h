@@ -119,6 +119,7 @@ struct Measured {
     // User + system CPU of the child and of every descendant it waited for
     // (wait4's rusage): for `sh -c 'a | b'` the shell and both stages.
     double cpu_us = 0;
+    double user_us = 0, sys_us = 0;  // the two halves of cpu_us
 };
 struct SpawnIo {
     bool null_stdin = false;      // stdin from /dev/null rather than inherited

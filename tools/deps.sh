@@ -9,6 +9,7 @@ pipespin_packages=(
   python3                            # tests parse JSON and drive e2e cases
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
+  man-db                             # tests/install renders the manual pages
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)
 )
 

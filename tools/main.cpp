@@ -22,17 +22,14 @@
 namespace pipespin::cli {
 namespace {
 
-struct Command {
-    std::string_view name;
-    int (*main)(Args);
-    std::string (*usage)();  // nullptr: hidden from --help (internal helpers)
-};
-
 constexpr Command kCommands[] = {
     {"run", run_main, run_usage},
     {"bench", bench_main, bench_usage},
+    {"stats", stats_main, stats_usage},
+    {"ab", ab_main, ab_usage},
     {"check-config", check_config_main, check_config_usage},
     {"bench-worker", bench_worker_main, nullptr},
+    {"gen-docs", gen_docs_main, nullptr},
 };
 
 std::string environment_help() {
@@ -61,6 +58,18 @@ std::string environment_help() {
 
 }  // namespace
 
+std::span<const Command> commands() {
+    return kCommands;
+}
+
+std::string exit_status_text() {
+    return fmt::format(
+        "{} for a usage error; {} when {} cannot be found or used; for "
+        "run, {} when CMD cannot be executed, {} when it is not found, "
+        "otherwise the status of CMD.",
+        kExitUsage, kExitSetup, kLibraryName, kExitCannotRun, kExitNotFound);
+}
+
 std::string full_usage() {
     std::string out = fmt::format(
         "pipespin {}: spin briefly on pipes before blocking, by LD_PRELOAD\n\n"
@@ -75,11 +84,7 @@ std::string full_usage() {
         "      Show the version.\n\n";
     out += environment_help();
     out += "\nExit status:\n";
-    out += wrap(fmt::format("{} for a usage error; {} when {} cannot be found or used; for "
-                            "run, {} when CMD cannot be executed, {} when it is not found, "
-                            "otherwise the status of CMD.",
-                            kExitUsage, kExitSetup, kLibraryName, kExitCannotRun, kExitNotFound),
-                2);
+    out += wrap(exit_status_text(), 2);
     return out;
 }
 

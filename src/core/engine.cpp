@@ -215,7 +215,7 @@ bool oversubscribed(std::uint64_t now) noexcept {
     return over;
 }
 
-void count_spin(DirState& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
+void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
     st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
@@ -232,7 +232,24 @@ Plan done(DirState* dir, long result) noexcept {
     plan.action = Plan::Action::Done;
     plan.result = result;
     plan.dir = dir;
+    plan.ctr = dir;
     return plan;
+}
+
+// The interval statistics line, at most once per period per process: one
+// thread wins the slot, the others go on at once. A coarse clock (a few ns,
+// no syscall) is enough for a period in seconds.
+void maybe_stats_tick() noexcept {
+    const StatsTick tick = g_runtime.stats_tick.load(std::memory_order_acquire);
+    if (tick == nullptr) [[likely]]
+        return;
+    const std::uint64_t now = sys::coarse_ns();
+    std::uint64_t next = g_runtime.stats_next_ns.load(std::memory_order_relaxed);
+    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(
+                          next, now + g_runtime.stats_period_ns.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed))
+        return;
+    tick();
 }
 
 // The policy's budget for this fd now. In adaptive mode a budget that would
@@ -246,9 +263,12 @@ bool cpu_free_for_peer(const PolicyParams& params) noexcept {
     return !oversubscribed(sys::now_ns());
 }
 
-// Whether the settings let anything spin at all.
-bool spinning_possible(const PolicyParams& p) noexcept {
-    return p.mode != Mode::Off && p.max_spin_ns != 0 && p.usable_cpus >= 2;
+// Nothing in this process can spin in this direction: no call ever takes
+// the slow path, so every call on a tracked pipe may run the slow-path
+// hooks (the control arm of an A/B test must report on the same schedule as
+// the treatment, and a process in mode off must notice a retuned config).
+bool never_spins(bool dir_on, const PolicyParams& p) noexcept {
+    return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2;
 }
 
 // The live re-check, at most every reload_ms per process: one thread wins
@@ -267,6 +287,12 @@ void maybe_reload() noexcept {
     hook();
 }
 
+// A call is about to spin or block (or nothing spins, see never_spins).
+void slow_path_hooks() noexcept {
+    maybe_stats_tick();
+    maybe_reload();
+}
+
 // Shared by read and write: one look; if the fd would block and is in
 // blocking mode, spin within the policy's budget.
 Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
@@ -276,13 +302,12 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
     DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
     plan.dir = &st;
+    plan.ctr = &st;
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
     if (budget == 0) {
-        // Nothing in this process spins in this direction: no call takes
-        // the slow path, so this is where a retuned config gets noticed.
-        if (!dir_on || !spinning_possible(params)) maybe_reload();
+        if (never_spins(dir_on, params)) slow_path_hooks();
         return plan;
     }
 
@@ -310,7 +335,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n) {
             break;
     }
     // The fd would block now: the slow path.
-    maybe_reload();
+    slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
@@ -401,6 +426,12 @@ void set_reload_hook(ReloadHook hook) noexcept {
     g_runtime.reload_hook.store(hook, std::memory_order_release);
 }
 
+void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
+    g_runtime.stats_period_ns.store(period_ns, std::memory_order_relaxed);
+    g_runtime.stats_next_ns.store(sys::coarse_ns() + period_ns, std::memory_order_relaxed);
+    g_runtime.stats_tick.store(period_ns != 0 ? tick : nullptr, std::memory_order_release);
+}
+
 Plan before_read(int fd, void* buf, std::size_t n) {
     return wait_io(fd, Dir::Read, buf, n);
 }
@@ -414,8 +445,8 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     plan.timeout_ms = timeout_ms;
     if (timeout_ms == 0 || nfds == 0) return plan;
     const PolicyParams params = g_runtime.params();
-    if (!spinning_possible(params) || !g_runtime.spin_poll.load(std::memory_order_relaxed)) {
-        maybe_reload();  // as in wait_io: the only chance to notice a retuned config
+    if (never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) {
+        slow_path_hooks();
         return plan;
     }
     // Let the kernel look at the array first: it validates the pointer (a bad
@@ -430,10 +461,11 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
     if (r < 0) return plan;
-    maybe_reload();  // nothing is ready: the slow path
+    slow_path_hooks();  // nothing is ready: the slow path
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
     DirState* st = nullptr;
+    StatKind kind = StatKind::Pipe;
     for (unsigned long i = 0; i < nfds && st == nullptr; ++i) {
         if (pfds[i].fd < 0) continue;
         FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
@@ -441,9 +473,14 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
             st = &info.slot->dir[static_cast<int>(Dir::Read)];
         else if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
             st = &info.slot->dir[static_cast<int>(Dir::Write)];
+        kind = info.kind();
     }
     if (st == nullptr) return plan;
+    // The policy is the first watched pipe's; the counters are the
+    // process's poll counters (a poll waits on a set, not on one fd).
+    IoCounters& ctr = g_table.process().at(kind, StatDir::Poll);
     plan.dir = st;
+    plan.ctr = &ctr;
     plan.per_call = true;
     std::uint64_t budget = budget_for(*st, params);
     if (timeout_ms > 0)
@@ -455,7 +492,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
 
-    st->waits.fetch_add(1, std::memory_order_relaxed);
+    ctr.waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     std::uint64_t spent = 0;
     SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
@@ -463,7 +500,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         if (ready == -EINTR) return Look::Pending;  // the signal check below decides
         return ready > 0 ? Look::Answer : ready < 0 ? Look::Ready : Look::Pending;
     });
-    count_spin(*st, plan, end, spent);
+    count_spin(ctr, plan, end, spent);
     plan.obs.budget_ns = budget;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
@@ -480,26 +517,25 @@ void after_call(Plan& plan, long result) noexcept {
     PolicyState& ps = plan.dir->policy;
     const PolicyParams params = g_runtime.params();
     if (plan.obs.spun) {
-        if (plan.action == Plan::Action::Call) plan.obs.block_ns = sys::now_ns() - plan.t_call;
+        if (plan.action == Plan::Action::Call) {
+            plan.obs.block_ns = sys::now_ns() - plan.t_call;
+            if (plan.ctr != nullptr)
+                plan.ctr->sleep_ns.fetch_add(plan.obs.block_ns, std::memory_order_relaxed);
+        }
         SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs);
     }
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
                                                    : static_cast<std::uint64_t>(result);
+    if (plan.ctr != nullptr) {
+        bump(plan.ctr->calls);
+        if (!plan.per_call && result > 0) bump(plan.ctr->bytes, progress);
+    }
     SpinPolicy::on_call(ps, params, progress, sys::now_ns);
 }
 
-Totals totals(Dir d) noexcept {
-    Totals t;
-    const int top = g_table.high_water();
-    for (int fd = 0; fd < top; ++fd) {
-        const DirState& st = g_table.slot(fd)->dir[static_cast<int>(d)];
-        t.waits += st.waits.load(std::memory_order_relaxed);
-        t.spins += st.spins.load(std::memory_order_relaxed);
-        t.spin_hits += st.spin_hits.load(std::memory_order_relaxed);
-        t.spin_ns += st.spin_ns.load(std::memory_order_relaxed);
-    }
-    return t;
+void stats_snapshot(StatsSnapshot& out) noexcept {
+    g_table.snapshot(out);
 }
 
 }  // namespace pipespin

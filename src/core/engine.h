@@ -25,21 +25,26 @@ namespace pipespin {
 struct Plan {
     enum class Action : std::uint8_t { Call, Done, Interrupted };
     Action action = Action::Call;
-    bool per_call = false;     // poll: progress is counted in calls, not bytes
-    int timeout_ms = 0;        // poll: what remains of the caller's timeout
-    long result = 0;           // Done: >= 0, or -errno
-    int held_fd = -1;          // Call: make the real call on this fd and close it
-                               // (our reference to the file the call began on)
-    DirState* dir = nullptr;   // a tracked pipe: after_call() counts the call
-    WaitObservation obs;       // obs.spun: a spin ran, after_call() learns from it
-    std::uint64_t t_call = 0;  // when the real call was let go
+    bool per_call = false;      // poll: progress is counted in calls, not bytes
+    int timeout_ms = 0;         // poll: what remains of the caller's timeout
+    long result = 0;            // Done: >= 0, or -errno
+    int held_fd = -1;           // Call: make the real call on this fd and close it
+                                // (our reference to the file the call began on)
+    DirState* dir = nullptr;    // a tracked pipe: after_call() counts the call
+    IoCounters* ctr = nullptr;  // where it counts (dir's own, or the process's poll counters)
+    WaitObservation obs;        // obs.spun: a spin ran, after_call() learns from it
+    std::uint64_t t_call = 0;   // when the real call was let go
 };
 
-// Live retuning: the interpose layer registers a function that looks for a
-// changed config file and, if it changed, applies it (configure()). The
-// engine calls it at most every reload_ms, from a thread that is about to
-// spin or block anyway (or, when spinning is off for the whole process, from
-// any call on a tracked pipe), never from a call that found its pipe ready.
+// Two slow-path hooks the interpose layer registers, each called at most
+// once per its period per process, from a call on a tracked pipe that is
+// about to spin or block (or, when nothing in the process spins in that
+// direction, from any call on a tracked pipe), never from a call that found
+// its pipe ready:
+//  - statistics lines every stats_interval seconds;
+//  - live retuning every reload_ms: look for a changed config file and, if
+//    it changed, apply it (configure()).
+using StatsTick = void (*)() noexcept;
 using ReloadHook = void (*)() noexcept;
 
 // Process-wide settings, constant-initialised so that calls arriving before
@@ -56,7 +61,10 @@ struct Runtime {
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
-    std::atomic<std::uint32_t> reload_ms{0};     // 0: no re-checks
+    std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
+    std::atomic<std::uint64_t> stats_period_ns{0};
+    std::atomic<std::uint64_t> stats_next_ns{0};
+    std::atomic<std::uint32_t> reload_ms{0};  // 0: no re-checks
     std::atomic<std::uint64_t> reload_next_ns{0};
     std::atomic<ReloadHook> reload_hook{nullptr};
 
@@ -71,7 +79,10 @@ FdTable& fd_table() noexcept;
 // Applies resolved options to every fd (at start-up and on a live reload).
 // A change of mode or spin_us restarts what adaptive mode learnt.
 void configure(const Options& o, int usable_cpus) noexcept;
-// Registers (or, with null, removes) the live re-check.
+// Registers (or, with null or a zero period, removes) the interval writer.
+void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
+// Registers (or, with null, removes) the live re-check; its period is
+// reload_ms, set by configure().
 void set_reload_hook(ReloadHook hook) noexcept;
 
 Plan before_read(int fd, void* buf, std::size_t n);
@@ -87,10 +98,8 @@ void close_holds_after_fork() noexcept;
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;
 
-// Sums of every slot's counters, for the exit report and stats.
-struct Totals {
-    std::uint64_t waits = 0, spins = 0, spin_hits = 0, spin_ns = 0;
-};
-Totals totals(Dir d) noexcept;
+// Every counter of the process (closed fds included), for the exit report
+// and the statistics lines.
+void stats_snapshot(StatsSnapshot& out) noexcept;
 
 }  // namespace pipespin

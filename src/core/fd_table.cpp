@@ -17,6 +17,10 @@ void reset_learning(FdSlot& s) noexcept {
     for (auto& d : s.dir) d.policy.reset();
 }
 
+StatKind kind_of(std::uint64_t word) noexcept {
+    return (static_cast<std::uint32_t>(word) & fdbits::kFifo) ? StatKind::Fifo : StatKind::Pipe;
+}
+
 }  // namespace
 
 FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
@@ -49,6 +53,12 @@ void FdTable::store_fresh(int fd, std::uint32_t bits) noexcept {
     if (bits != 0) note_used(fd);
     reset_learning(*s);
     std::uint64_t w = s->word.load(std::memory_order_relaxed);
+    // What the fd counted so far belongs to the process, not to whatever
+    // the number names next. A call racing with the close may still count
+    // into the slot after this: it is then folded with the next occupant
+    // (or read by snapshot()), never lost.
+    for (int d = 0; d < 2; ++d)
+        process_.at(kind_of(w), static_cast<StatDir>(d)).add(s->dir[d].take());
     std::uint64_t fresh;
     do {
         fresh = next_gen(w) | bits;
@@ -75,6 +85,24 @@ void FdTable::forget_range(unsigned lo, unsigned hi) noexcept {
     }
 }
 
+void FdTable::snapshot(StatsSnapshot& out) const noexcept {
+    out = StatsSnapshot{};
+    process_.add_to(out);
+    const int top = high_water();
+    for (int fd = 0; fd < top; ++fd) {
+        const FdSlot& s = slots_[fd];
+        const StatKind k = kind_of(s.word.load(std::memory_order_relaxed));
+        for (int d = 0; d < 2; ++d) out.at(k, static_cast<StatDir>(d)) += s.dir[d].load();
+    }
+}
+
+void FdTable::reset_counters() noexcept {
+    process_.clear();
+    const int top = high_water();
+    for (int fd = 0; fd < top; ++fd)
+        for (auto& d : slots_[fd].dir) d.clear();
+}
+
 void FdTable::set_no_nowait(const FdInfo& info) noexcept {
     if (info.slot == nullptr) return;
     std::uint64_t w = info.word;
@@ -89,6 +117,9 @@ std::uint32_t classify_fd(int fd) noexcept {
     long fl = sys::getfl(fd);
     if (fl < 0) return 0;
     std::uint32_t bits = fdbits::kKnown | fdbits::kPipe;
+    // Only for the statistics: an inherited pipe (a shell pipeline) lives in
+    // pipefs, a FIFO opened by path in the file system that holds it.
+    if (sys::is_pipefs(fd) == 0) bits |= fdbits::kFifo;
     switch (fl & O_ACCMODE) {
         case O_RDONLY:
             bits |= fdbits::kReadable;

@@ -14,18 +14,18 @@
 #include <cstdint>
 
 #include "core/policy.h"
+#include "core/stats.h"
 
 namespace pipespin {
 
 enum class Dir : std::uint8_t { Read = 0, Write = 1 };
 
-// Counters and policy state for one direction of one fd.
-struct DirState {
-    PolicyState policy;                       // owned by the spin policy
-    std::atomic<std::uint64_t> waits{0};      // calls that found the pipe not ready
-    std::atomic<std::uint64_t> spins{0};      // waits that spun
-    std::atomic<std::uint64_t> spin_hits{0};  // spins that ended with the pipe ready
-    std::atomic<std::uint64_t> spin_ns{0};    // time spent spinning
+// Counters (stats.h: calls, bytes, waits, spins, spin_hits, spin_ns,
+// sleep_ns) and policy state for one direction of one fd. The counters stay
+// on the fd's own cache lines; forgetting the fd folds them into the table's
+// process-wide totals.
+struct DirState : IoCounters {
+    PolicyState policy;  // owned by the spin policy
 };
 
 struct alignas(64) FdSlot {
@@ -40,6 +40,7 @@ inline constexpr std::uint32_t kPipe = 1u << 1;      // a pipe or FIFO
 inline constexpr std::uint32_t kReadable = 1u << 2;  // opened for reading
 inline constexpr std::uint32_t kWritable = 1u << 3;  // opened for writing
 inline constexpr std::uint32_t kNoNowait = 1u << 4;  // RWF_NOWAIT unsupported here
+inline constexpr std::uint32_t kFifo = 1u << 5;      // with kPipe: a named FIFO, not pipe()'s
 }  // namespace fdbits
 
 struct FdInfo {
@@ -51,6 +52,9 @@ struct FdInfo {
         return pipe() && (bits() & (d == Dir::Read ? fdbits::kReadable : fdbits::kWritable));
     }
     bool nowait_ok() const noexcept { return !(bits() & fdbits::kNoNowait); }
+    StatKind kind() const noexcept {
+        return (bits() & fdbits::kFifo) ? StatKind::Fifo : StatKind::Pipe;
+    }
 };
 
 // Classifies an unknown fd: returns FdBits (kKnown set), or 0 when the fd
@@ -78,10 +82,20 @@ public:
     // that they never fault in pages nobody used.
     int high_water() const noexcept { return high_water_.load(std::memory_order_relaxed); }
 
+    // Process-wide counters: folded slots, and poll waits (counted there
+    // directly).
+    ProcessCounters& process() noexcept { return process_; }
+    // Every counter of the process: the folded totals plus the live slots.
+    // Off the hot path (a scan up to high_water()).
+    void snapshot(StatsSnapshot& out) const noexcept;
+    // Zeroes every counter (a child after fork reports only its own).
+    void reset_counters() noexcept;
+
 private:
     void store_fresh(int fd, std::uint32_t bits) noexcept;
     void note_used(int fd) noexcept;
     std::atomic<int> high_water_{0};
+    ProcessCounters process_;
     FdSlot slots_[kSize];
 };
 

@@ -129,6 +129,33 @@ RawParse parse_raw(const OptionSpec& spec, std::string_view text, std::uint32_t 
     return {static_cast<std::uint32_t>(v), ParseStatus::Ok};
 }
 
+bool format_option_into(const OptionSpec& spec, const Options& options, char* buf,
+                        std::size_t size) noexcept {
+    if (size == 0) return false;
+    buf[0] = '\0';
+    std::string_view v;
+    char digits[24];
+    if (spec.kind == OptionKind::Text) {
+        v = (options.*spec.text).view();
+    } else if (spec.kind == OptionKind::Choice) {
+        const std::uint32_t i = options.*spec.field;
+        v = i < spec.choices.size() ? spec.choices[i] : "?";
+    } else {
+        // By hand rather than snprintf: this runs in exec wrappers and at exit.
+        std::uint32_t x = options.*spec.field;
+        std::size_t n = sizeof digits;
+        do {
+            digits[--n] = static_cast<char>('0' + x % 10);
+            x /= 10;
+        } while (x != 0);
+        v = std::string_view(digits + n, sizeof digits - n);
+    }
+    const std::size_t n = v.size() < size - 1 ? v.size() : size - 1;
+    __builtin_memcpy(buf, v.data(), n);
+    buf[n] = '\0';
+    return n == v.size();
+}
+
 bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept {
     constexpr std::string_view kPrefix = "PIPESPIN_";
     if (kPrefix.size() + spec.name.size() + 1 > size) return false;

@@ -88,6 +88,11 @@ RawParse parse_raw(const OptionSpec& spec, std::string_view text, std::uint32_t 
 ParseStatus apply_option(const OptionSpec& spec, std::string_view text, Options& options,
                          char* why = nullptr, std::size_t why_size = 0) noexcept;
 
+// The current value of spec in options as a user would write it ("fixed",
+// "50", "/tmp/s"), NUL-terminated; false if it was truncated to fit.
+bool format_option_into(const OptionSpec& spec, const Options& options, char* buf,
+                        std::size_t size) noexcept;
+
 // "PIPESPIN_SPIN_US" for spin_us, NUL-terminated; false if it does not fit.
 bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept;
 

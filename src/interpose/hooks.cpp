@@ -21,6 +21,7 @@
 
 #include "core/engine.h"
 #include "interpose/real.h"
+#include "interpose/stats.h"
 #include "platform/sys.h"
 
 #define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -296,4 +297,125 @@ PIPESPIN_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
 PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
     const int fd = fd_of(fp);
     return reopened(fd, lazy(real_freopen64, "freopen64")(path, mode, fp));
+}
+
+// ---- the process ends or becomes another program --------------------------------
+//
+// Each writes the process's statistics line (interpose/stats.h; a no-op
+// without PIPESPIN_STATS) and then calls the real function. A failed exec
+// returns as it would have; the process's later exit line supersedes the
+// exec line (same pid and start). The execl* forms are rebuilt into an argv
+// on the stack and passed to the real execv/execvp/execve, as glibc does.
+
+namespace {
+void before_exec() noexcept {
+    if (!g_ready.load(std::memory_order_acquire)) return;
+    const int saved = errno;
+    stats_write(StatsEvent::Exec);
+    errno = saved;
+}
+
+template <class Fn>
+Fn real_or_lazy(Fn& real, const char* name) noexcept {
+    return lazy(real, name);
+}
+
+// The arguments of an execl* call after `arg`, up to the terminating null.
+std::size_t count_args(const char* arg, va_list ap) noexcept {
+    std::size_t n = 1;
+    if (arg == nullptr) return 0;
+    va_list copy;
+    va_copy(copy, ap);
+    while (va_arg(copy, const char*) != nullptr) ++n;
+    va_end(copy);
+    return n;
+}
+
+[[noreturn]] void exit_now(void (*real)(int), int status) noexcept {
+    if (g_ready.load(std::memory_order_acquire)) {
+        const int saved = errno;
+        stats_exit();
+        errno = saved;
+    }
+    if (real != nullptr) real(status);
+    for (;;) sys::raw(SYS_exit_group, status);
+}
+}  // namespace
+
+PIPESPIN_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
+    before_exec();
+    return real_or_lazy(real_execve, "execve")(path, argv, envp);
+}
+
+PIPESPIN_EXPORT int execv(const char* path, char* const argv[]) noexcept {
+    before_exec();
+    return real_or_lazy(real_execv, "execv")(path, argv);
+}
+
+PIPESPIN_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
+    before_exec();
+    return real_or_lazy(real_execvp, "execvp")(file, argv);
+}
+
+PIPESPIN_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
+    before_exec();
+    return real_or_lazy(real_execvpe, "execvpe")(file, argv, envp);
+}
+
+PIPESPIN_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
+                             int flags) noexcept {
+    before_exec();
+    if (execveat_fn real = real_or_lazy(real_execveat, "execveat")) return real(dirfd, path, argv, envp, flags);
+    return static_cast<int>(to_libc(sys::raw(SYS_execveat, dirfd, reinterpret_cast<long>(path),
+                                             reinterpret_cast<long>(argv),
+                                             reinterpret_cast<long>(envp), flags)));
+}
+
+PIPESPIN_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
+    before_exec();
+    return real_or_lazy(real_fexecve, "fexecve")(fd, argv, envp);
+}
+
+// execl(path, arg0, ..., NULL) and friends: the argv is built on the stack.
+#define PIPESPIN_COLLECT_ARGS(arg, last)                    \
+    va_list ap;                                             \
+    va_start(ap, last);                                     \
+    const std::size_t argc = count_args(arg, ap);           \
+    char** argv = static_cast<char**>(__builtin_alloca((argc + 1) * sizeof(char*))); \
+    if (argc > 0) argv[0] = const_cast<char*>(arg);         \
+    for (std::size_t i = 1; i < argc; ++i) argv[i] = va_arg(ap, char*); \
+    argv[argc] = nullptr;
+
+PIPESPIN_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
+    PIPESPIN_COLLECT_ARGS(arg, arg)
+    va_end(ap);
+    before_exec();
+    return real_or_lazy(real_execv, "execv")(path, argv);
+}
+
+PIPESPIN_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
+    PIPESPIN_COLLECT_ARGS(arg, arg)
+    va_end(ap);
+    before_exec();
+    return real_or_lazy(real_execvp, "execvp")(file, argv);
+}
+
+PIPESPIN_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
+    PIPESPIN_COLLECT_ARGS(arg, arg)
+    if (argc > 0) va_arg(ap, char*);  // the terminating null
+    char* const* envp = va_arg(ap, char* const*);
+    va_end(ap);
+    before_exec();
+    return real_or_lazy(real_execve, "execve")(path, argv, envp);
+}
+#undef PIPESPIN_COLLECT_ARGS
+
+// A process that ends with _exit() (a forked child, typically) runs no
+// destructors: its line is written here.
+PIPESPIN_EXPORT void _exit(int status) noexcept {
+    exit_now(real__exit, status);
+}
+
+PIPESPIN_EXPORT void _Exit(int status) noexcept {
+    exit_now(real__Exit != nullptr ? real__Exit : real__exit, status);
 }

@@ -17,6 +17,7 @@
 #include "interpose/real.h"
 #include "interpose/report.h"
 #include "interpose/settings.h"
+#include "interpose/stats.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -24,11 +25,38 @@ namespace {
 
 constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
 
+// The per-process summary at info level, one line per direction.
+void exit_report() {
+    StatsSnapshot snap;
+    stats_snapshot(snap);
+    char line[256];
+    for (StatDir d : {StatDir::Read, StatDir::Write, StatDir::Poll}) {
+        const Counters t = snap.total(d);
+        std::snprintf(line, sizeof line,
+                      "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu "
+                      "sleep_us=%llu calls=%llu",
+                      ::getpid(), dir_name(d).data(), static_cast<unsigned long long>(t.waits),
+                      static_cast<unsigned long long>(t.spins),
+                      static_cast<unsigned long long>(t.spin_hits),
+                      static_cast<unsigned long long>(t.spin_ns / 1000),
+                      static_cast<unsigned long long>(t.sleep_ns / 1000),
+                      static_cast<unsigned long long>(t.calls));
+        report::write(LogLevel::Info, line);
+    }
+    // What the process ended with (a live reload may have changed it).
+    const Runtime& rt = runtime();
+    std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
+                  ::getpid(), kModeNames[static_cast<int>(rt.mode.load())],
+                  static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
+    report::write(LogLevel::Info, line);
+}
+
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
     const char* missing = resolve_all();
     Options options;
     OptionSources sources;
+    stats_start();
     resolve_startup_options(options, sources);
     char line[256];
     if (missing != nullptr) {
@@ -40,14 +68,15 @@ __attribute__((constructor)) void pipespin_init() {
         report::write(LogLevel::Warn, line);
         return;
     }
-    apply_options(options);
+    const Arm arm = apply_options(options, sources);
     report_problems(true);
     const int cpus = sys::usable_cpus();
     if (cpus < 2 && options.mode() != Mode::Off)
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {
-        std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d", ::getpid(),
-                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus);
+        std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d arm=%s", ::getpid(),
+                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus,
+                      arm_name(arm).data());
         report::write(LogLevel::Debug, line);
         report_resolved(options, sources, true);
     }
@@ -62,24 +91,11 @@ __attribute__((constructor)) void pipespin_init() {
 }
 
 __attribute__((destructor)) void pipespin_fini() {
-    if (!g_ready.load() || !report::enabled(LogLevel::Info)) return;
+    if (!g_ready.load()) return;
     BusyScope busy;
-    char line[256];
-    for (Dir d : {Dir::Read, Dir::Write}) {
-        Totals t = totals(d);
-        std::snprintf(
-            line, sizeof line, "exit pid=%d %s: waits=%llu spins=%llu spin_hits=%llu spin_us=%llu",
-            ::getpid(), d == Dir::Read ? "read" : "write", static_cast<unsigned long long>(t.waits),
-            static_cast<unsigned long long>(t.spins), static_cast<unsigned long long>(t.spin_hits),
-            static_cast<unsigned long long>(t.spin_ns / 1000));
-        report::write(LogLevel::Info, line);
-    }
-    // What the process ended with (a live reload may have changed it).
-    const Runtime& rt = runtime();
-    std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
-                  ::getpid(), kModeNames[static_cast<int>(rt.mode.load())],
-                  static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
-    report::write(LogLevel::Info, line);
+    stats_exit();
+    stats_report_problems();
+    if (report::enabled(LogLevel::Info)) exit_report();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/out.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/stats.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -104,7 +105,7 @@ void reload() noexcept {
             OptionSources sources;
             resolve(options, sources);
             g_cpus = sys::usable_cpus();
-            apply_options(options);
+            apply_options(options, sources);
             g_reloads.fetch_add(1, std::memory_order_relaxed);
             if (report::enabled(LogLevel::Info)) {
                 char line[512];
@@ -147,10 +148,15 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
 }
 
-void apply_options(const Options& options) noexcept {
+Arm apply_options(Options& options, const OptionSources& sources) noexcept {
+    // `ab` counts as configured when any source set it.
+    const bool ab_configured =
+        sources.kind[option_index(*find_option("ab"))] != SourceKind::Default;
+    const Arm arm = stats_resolve(options, ab_configured);
     report::set_level(options.log());
     report::set_log_file(options.log_file.view());
     configure(options, g_cpus);
+    return arm;
 }
 
 void report_problems(bool may_load) noexcept {

@@ -14,6 +14,7 @@
 
 #include "core/config.h"
 #include "core/options.h"
+#include "core/stats.h"
 
 namespace pipespin::interpose {
 
@@ -22,8 +23,10 @@ namespace pipespin::interpose {
 // report_problems(), since the log level and destination are only known now.
 void resolve_startup_options(Options& options, OptionSources& sources) noexcept;
 // The one way options become the process's settings, at start-up and on a
-// reload: log level and destination, then the engine, for every fd.
-void apply_options(const Options& options) noexcept;
+// reload: the statistics and the A/B arm (the control arm runs mode off, so
+// `options` changes), the log level and destination, then the engine, for
+// every fd. Returns the arm.
+Arm apply_options(Options& options, const OptionSources& sources) noexcept;
 // Writes the problems the last resolution found (warnings).
 void report_problems(bool may_load) noexcept;
 // Debug: the resolved values and where each came from.

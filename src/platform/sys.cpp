@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -60,6 +61,14 @@ long is_fifo(int fd) noexcept {
     long r = raw(SYS_fstat, fd, reinterpret_cast<long>(&st));
     if (r < 0) return r;
     return S_ISFIFO(st.st_mode) ? 1 : 0;
+}
+
+long is_pipefs(int fd) noexcept {
+    struct statfs sf;
+    long r = raw(SYS_fstatfs, fd, reinterpret_cast<long>(&sf));
+    if (r < 0) return r;
+    constexpr long kPipefsMagic = 0x50495045;  // linux/magic.h PIPEFS_MAGIC
+    return sf.f_type == kPipefsMagic ? 1 : 0;
 }
 
 long close(int fd) noexcept {

@@ -65,6 +65,8 @@ long fionread(int fd) noexcept;
 long getfl(int fd) noexcept;
 // fstat(fd) and report whether it is a FIFO; -errno on failure.
 long is_fifo(int fd) noexcept;
+// fstatfs(fd): 1 if the fd is an anonymous pipe (pipefs), 0 if not, -errno.
+long is_pipefs(int fd) noexcept;
 long close(int fd) noexcept;
 long read(int fd, void* buf, std::size_t n) noexcept;
 long write(int fd, const void* buf, std::size_t n) noexcept;

@@ -371,6 +371,98 @@ case_bench_matrix_perf_wrapper() {
   expect_in "$work/err" "linux-perf"
 }
 
+# A stats line as the shim writes it: PID START SEQ EVENT ARM PROGRAM WAITS HITS.
+stats_line() {
+  local c='"calls":10,"waits":'$7',"spins":'$7',"spin_hits":'$8',"spin_misses":0,"spin_ns":1000000,"sleep_ns":0,"bytes":100'
+  local z='"calls":0,"waits":0,"spins":0,"spin_hits":0,"spin_misses":0,"spin_ns":0,"sleep_ns":0,"bytes":0'
+  echo '{"v":1,"pid":'$1',"ppid":1,"program":"'$6'","event":"'$4'","arm":"'$5'","seq":'$3',"start_us":'$2',"wall_us":1000000,"sleeps_avoided":'$8',"config":{"mode":"adaptive"},"pipe":{"read":{'$c'},"write":{'$z'},"poll":{'$z'}},"fifo":{"read":{'$z'},"write":{'$z'},"poll":{'$z'}}}'
+}
+
+case_stats() {
+  {
+    stats_line 10 100 0 interval treatment srv 5 4   # superseded by seq 1
+    stats_line 10 100 1 exit treatment srv 8 6
+    stats_line 10 200 0 exit treatment cat 2 2       # the same pid after an exec
+    stats_line 11 100 0 exit control srv 0 0
+    stats_line 12 100 0 interval treatment srv 1 1   # still running
+    echo 'not json'
+  } >"$work/a.jsonl"
+  expect_status 0 "$pipespin" stats "$work/a.jsonl"
+  expect_in "$work/err" "skipped 1 of 6 lines"
+  grep -qE '^srv +treatment +2 +2\.00 +20 +9 +9 +77\.8 +7 ' "$work/out" || { cat "$work/out"; fail "srv treatment row"; }
+  grep -qE '^srv +control +1 ' "$work/out" || fail "srv control row"
+  grep -qE '^cat +treatment +1 ' "$work/out" || fail "cat row"
+  expect_in "$work/out" "4 processes from 6 lines; 1 still running"
+  expect_status 0 "$pipespin" stats --json "$work/a.jsonl"
+  python3 - "$work/out" <<'PY' || fail "bad stats --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["lines"] == 6 and d["bad_lines"] == 1 and d["processes"] == 4, d
+g = {(x["program"], x["arm"]): x for x in d["groups"]}
+t = g[("srv", "treatment")]
+assert t["processes"] == 2 and t["running"] == 1, t
+assert t["counters"]["pipe"]["read"]["waits"] == 9 and t["counters"]["total"]["spin_hits"] == 7, t
+assert t["sleeps_avoided"] == 7
+assert {a["arm"] for a in d["arms"]} == {"control", "treatment"}
+PY
+  expect_status 2 "$pipespin" stats
+  expect_in "$work/err" "missing FILE"
+  expect_status 1 "$pipespin" stats "$work/nonexistent"
+  expect_in "$work/err" "cannot read"
+}
+
+case_stats_from_shim() {
+  # Lines the shim itself wrote, read back.
+  PIPESPIN_STATS="$work/s.jsonl" PIPESPIN_AB=50 PIPESPIN_AB_SEED=3 LD_PRELOAD="$library" \
+    sh -c 'seq 1000 | cat >/dev/null; true'
+  expect_status 0 "$pipespin" stats --json "$work/s.jsonl"
+  python3 - "$work/out" <<'PY' || fail "stats of the shim's lines"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["bad_lines"] == 0 and d["processes"] >= 3, d
+assert {x["program"] for x in d["groups"]} >= {"sh", "seq", "cat"}, d["groups"]
+assert {x["arm"] for x in d["groups"]} <= {"control", "treatment"}, d["groups"]
+PY
+}
+
+case_ab() {
+  expect_status 0 "$pipespin" ab -n 3 --warmup 0 --json -- sh -c 'exit 0'
+  python3 - "$work/out" <<'PY' || fail "bad ab --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] in ("faster", "slower", "no significant difference"), d
+assert d["ci_low"] <= d["ratio"] <= d["ci_high"], d
+assert d["runs_per_arm"] == 3 and d["resamples"] == 10000 and d["confidence"] == 0.95, d
+assert (d["ci_low"] > 1) == (d["verdict"] == "faster") and (d["ci_high"] < 1) == (d["verdict"] == "slower"), d
+for name in ("control", "treatment"):
+    a = d["arms"][name]
+    assert len(a["wall_ms"]) == 3 and len(a["user_ms"]) == 3 and len(a["sys_ms"]) == 3, a
+    assert a["min_wall_ms"] <= a["median_wall_ms"] <= a["max_wall_ms"], a
+    assert a["shim_median"]["processes"] == 1 and a["runs_without_stats"] == 0, a
+assert d["arms"]["control"]["shim_median"]["spins"] == 0
+assert d["command"] == ["sh", "-c", "exit 0"]
+PY
+  # The same seed, the same interval from the same samples: deterministic.
+  expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- true
+  for text in "control (mode off" "treatment (mode=adaptive" "Time (mean ± σ):" \
+              "Range (min … max):" "times faster than" "95% CI [" "verdict: " "Shim (median per run): 1 processes"; do
+    expect_in "$work/out" "$text"
+  done
+  # The user's configuration is the treatment; the arm is the command's.
+  PIPESPIN_MODE=fixed PIPESPIN_AB=0 expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- true
+  expect_in "$work/out" "treatment (mode=fixed"
+  if command -v gnuplot >/dev/null; then
+    expect_status 0 "$pipespin" ab -n 2 --warmup 0 --plot "$work/ab.png" -- true
+    [ "$(head -c 4 "$work/ab.png" | tail -c 3)" = PNG ] || fail "--plot wrote no PNG"
+  fi
+  expect_status 1 "$pipespin" ab -n 2 -- false
+  expect_in "$work/err" "exited with status 1 in the control arm"
+  expect_status 2 "$pipespin" ab -n 1 -- true
+  expect_status 2 "$pipespin" ab
+  expect_in "$work/err" "missing CMD"
+  expect_status 127 "$pipespin" ab -- /nonexistent/cmd
+}
+
 # ---- check-config and run --print-config --------------------------------------
 
 case_check_config() {

@@ -115,8 +115,8 @@ shim_lines=$(grep '^pipespin: ' "$tmp/err")
 if [[ $shim == 0 ]]; then
   ! grep -qi pipespin "$tmp/err" || fail "stderr mentions pipespin without the shim"
 else
-  # Exit reports: "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U".
-  reports=$(grep -E '^pipespin: info: exit pid=[0-9]+ (read|write): ' <<<"$shim_lines")
+  # Exit reports: "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (and write:, poll:).
+  reports=$(grep -E '^pipespin: info: exit pid=[0-9]+ (read|write|poll): ' <<<"$shim_lines")
   if [[ $report == 1 && -z $reports ]]; then
     fail "no exit report on stderr: the shim did not load or did not initialise"
   fi
@@ -130,7 +130,11 @@ else
   if [[ $engaged == 1 && $spins_expected == 1 ]]; then
     read_reports=$(grep ' read: ' <<<"$reports")
     [[ -n $read_reports ]] || fail "no read exit report to prove the shim engaged"
-    idle=$(grep -E ' spins=0 ' <<<"$read_reports")
+    # A process waits on its empty pipes in read or in poll (the waits are
+    # counted where they happen): its read and poll spins together.
+    idle=$(grep -E ' (read|poll): ' <<<"$reports" |
+      sed -E 's/^.* pid=([0-9]+) [a-z]+: .* spins=([0-9]+) .*$/\1 \2/' |
+      awk '{ s[$1] += $2 } END { for (p in s) if (s[p] == 0) print "pid " p }')
     [[ -z $idle ]] || fail "the shim did not spin in a process that waited on empty pipes: $idle"
   fi
   for re in "${stderr_has[@]}"; do

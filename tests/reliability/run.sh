@@ -17,8 +17,9 @@
 #   --env NAME=VALUE  extra environment in the shim configurations (wins over
 #                     the configuration's own values)
 #   --spun DIR:N      (fixed* only) the helper's own exit report shows at least
-#                     N spins for DIR (read or write): proof that the events
-#                     under test met a spinning shim, not a blocked syscall
+#                     N spins for DIR (read, write or poll; read+poll sums
+#                     two): proof that the events under test met a spinning
+#                     shim, not a blocked syscall
 #   --no-waits        (shim configs) the helper's exit report shows waits=0
 #                     in both directions: the shim never stood in for a
 #                     blocking call in that process
@@ -90,7 +91,7 @@ fi
 main_pid=$(sed -n 's/^main-pid \([0-9][0-9]*\)$/\1/p' "$tmp/out" | head -1)
 [[ -n $main_pid ]] || fail "the helper did not print 'main-pid N'"
 
-# "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U"
+# "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (read, write, poll)
 field() {  # field DIR NAME: NAME's value in the helper's own DIR report
   grep -E "^pipespin: info: exit pid=$main_pid $1: " "$tmp/err" | head -1 |
     sed -n "s/.* $2=\([0-9][0-9]*\).*/\1/p"
@@ -108,8 +109,12 @@ elif [[ -n $main_pid ]]; then
   fi
   if [[ $config == fixed* ]]; then
     for s in "${spun[@]}"; do
-      dir=${s%%:*} min=${s#*:}
-      got=$(field "$dir" spins)
+      dir=${s%%:*} min=${s#*:} got=0
+      for d in ${dir//+/ }; do
+        one=$(field "$d" spins)
+        [[ -n $one ]] || { got=""; break; }
+        got=$((got + one))
+      done
       [[ -n $got && $got -ge $min ]] ||
         fail "fixed, 1 s budget: expected >= $min $dir spins in pid $main_pid, got '${got}'"
     done

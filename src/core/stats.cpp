@@ -1,0 +1,332 @@
+#include "core/stats.h"
+
+namespace pipespin {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// A bounded JSON writer into a fixed buffer. Its own number formatting (no
+// snprintf): the line may be rendered in a signal handler or a vfork child.
+// Once something did not fit, `overflow` stays set and nothing more is added.
+struct Json {
+    char* buf;
+    std::size_t cap;  // usable bytes (one is kept for the NUL)
+    std::size_t len = 0;
+    bool overflow = false;
+
+    void raw(std::string_view s) noexcept {
+        if (overflow) return;
+        if (len + s.size() > cap) {
+            overflow = true;
+            return;
+        }
+        __builtin_memcpy(buf + len, s.data(), s.size());
+        len += s.size();
+    }
+    void ch(char c) noexcept { raw(std::string_view(&c, 1)); }
+    void num(std::uint64_t v) noexcept {
+        char tmp[24];
+        int n = 0;
+        do {
+            tmp[n++] = static_cast<char>('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        char out[24];
+        for (int i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
+        raw(std::string_view(out, static_cast<std::size_t>(n)));
+    }
+    void snum(std::int64_t v) noexcept {
+        if (v < 0) {
+            ch('-');
+            num(static_cast<std::uint64_t>(-(v + 1)) + 1);
+        } else {
+            num(static_cast<std::uint64_t>(v));
+        }
+    }
+    // A string literal, escaped; at most `limit` input bytes.
+    void str(std::string_view s, std::size_t limit = 256) noexcept {
+        static constexpr char kHex[] = "0123456789abcdef";
+        ch('"');
+        if (s.size() > limit) s = s.substr(0, limit);
+        for (char c : s) {
+            const auto u = static_cast<unsigned char>(c);
+            if (c == '"' || c == '\\') {
+                ch('\\');
+                ch(c);
+            } else if (u < 0x20 || u == 0x7f) {
+                char esc[6] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
+                raw(std::string_view(esc, 6));
+            } else {
+                ch(c);  // UTF-8 passes through as is
+            }
+        }
+        ch('"');
+    }
+    void key(std::string_view k) noexcept {
+        str(k);
+        ch(':');
+    }
+};
+
+std::size_t cstr_len(const char* s, std::size_t max) noexcept {
+    std::size_t n = 0;
+    while (n < max && s[n] != '\0') ++n;
+    return n;
+}
+
+void counters(Json& j, const Counters& c) noexcept {
+    j.key("calls");
+    j.num(c.calls);
+    j.raw(",\"waits\":");
+    j.num(c.waits);
+    j.raw(",\"spins\":");
+    j.num(c.spins);
+    j.raw(",\"spin_hits\":");
+    j.num(c.spin_hits);
+    j.raw(",\"spin_misses\":");
+    j.num(c.spin_misses());
+    j.raw(",\"spin_ns\":");
+    j.num(c.spin_ns);
+    j.raw(",\"sleep_ns\":");
+    j.num(c.sleep_ns);
+    j.raw(",\"bytes\":");
+    j.num(c.bytes);
+}
+
+void config(Json& j, const Options& o, bool texts) noexcept {
+    j.ch('{');
+    bool first = true;
+    for (const OptionSpec& spec : option_table()) {
+        if (spec.kind == OptionKind::Text && !texts) continue;
+        if (!first) j.ch(',');
+        first = false;
+        j.key(spec.name);
+        char value[sizeof(TextValue::s)];
+        format_option_into(spec, o, value, sizeof value);
+        if (spec.kind == OptionKind::Number)
+            j.raw(value);
+        else
+            j.str(value);
+    }
+    j.ch('}');
+}
+
+void render(Json& j, const StatsHeader& h, const Options& o, const StatsSnapshot& s,
+            bool texts) noexcept {
+    j.raw("{\"v\":1,\"pid\":");
+    j.snum(h.pid);
+    j.raw(",\"ppid\":");
+    j.snum(h.ppid);
+    j.raw(",\"program\":");
+    j.str(std::string_view(h.program, cstr_len(h.program, 255)), texts ? 255 : 64);
+    j.raw(",\"event\":");
+    j.str(event_name(h.event));
+    j.raw(",\"arm\":");
+    j.str(arm_name(h.arm));
+    j.raw(",\"seq\":");
+    j.num(h.seq);
+    j.raw(",\"start_us\":");
+    j.num(h.start_unix_us);
+    j.raw(",\"wall_us\":");
+    j.num(h.wall_us);
+    j.raw(",\"sleeps_avoided\":");
+    j.num(s.total().spin_hits);
+    if (!texts) j.raw(",\"truncated\":true");
+    j.raw(",\"config\":");
+    config(j, o, texts);
+    for (int k = 0; k < kStatKinds; ++k) {
+        j.ch(',');
+        j.key(kind_name(static_cast<StatKind>(k)));
+        j.ch('{');
+        for (int d = 0; d < kStatDirs; ++d) {
+            if (d) j.ch(',');
+            j.key(dir_name(static_cast<StatDir>(d)));
+            j.ch('{');
+            counters(j, s.c[k][d]);
+            j.ch('}');
+        }
+        j.ch('}');
+    }
+    j.raw("}\n");
+}
+
+// splitmix64's finaliser: every input bit moves every output bit.
+std::uint64_t splitmix64(std::uint64_t x) noexcept {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Counters& Counters::operator+=(const Counters& o) noexcept {
+    calls += o.calls;
+    bytes += o.bytes;
+    waits += o.waits;
+    spins += o.spins;
+    spin_hits += o.spin_hits;
+    spin_ns += o.spin_ns;
+    sleep_ns += o.sleep_ns;
+    return *this;
+}
+
+Counters IoCounters::load() const noexcept {
+    Counters c;
+    c.calls = calls.load(kRelaxed);
+    c.bytes = bytes.load(kRelaxed);
+    c.waits = waits.load(kRelaxed);
+    c.spins = spins.load(kRelaxed);
+    c.spin_hits = spin_hits.load(kRelaxed);
+    c.spin_ns = spin_ns.load(kRelaxed);
+    c.sleep_ns = sleep_ns.load(kRelaxed);
+    // Read without a lock while other threads count: a hit may be seen
+    // before its spin. Keep the snapshot consistent with itself.
+    if (c.spin_hits > c.spins) c.spins = c.spin_hits;
+    return c;
+}
+
+Counters IoCounters::take() noexcept {
+    // Only what is there: an untouched slot costs loads, not locked exchanges.
+    auto move = [](std::atomic<std::uint64_t>& a) noexcept -> std::uint64_t {
+        return a.load(kRelaxed) != 0 ? a.exchange(0, kRelaxed) : 0;
+    };
+    Counters c;
+    c.calls = move(calls);
+    c.bytes = move(bytes);
+    c.waits = move(waits);
+    c.spins = move(spins);
+    c.spin_hits = move(spin_hits);
+    c.spin_ns = move(spin_ns);
+    c.sleep_ns = move(sleep_ns);
+    return c;
+}
+
+void IoCounters::add(const Counters& c) noexcept {
+    auto add1 = [](std::atomic<std::uint64_t>& a, std::uint64_t v) noexcept {
+        if (v != 0) a.fetch_add(v, kRelaxed);
+    };
+    add1(calls, c.calls);
+    add1(bytes, c.bytes);
+    add1(waits, c.waits);
+    add1(spins, c.spins);
+    add1(spin_hits, c.spin_hits);
+    add1(spin_ns, c.spin_ns);
+    add1(sleep_ns, c.sleep_ns);
+}
+
+void IoCounters::clear() noexcept {
+    for (auto* a : {&calls, &bytes, &waits, &spins, &spin_hits, &spin_ns, &sleep_ns})
+        a->store(0, kRelaxed);
+}
+
+Counters StatsSnapshot::total(StatDir d) const noexcept {
+    Counters t;
+    for (int k = 0; k < kStatKinds; ++k) t += c[k][static_cast<int>(d)];
+    return t;
+}
+
+Counters StatsSnapshot::total() const noexcept {
+    Counters t;
+    for (int d = 0; d < kStatDirs; ++d) t += total(static_cast<StatDir>(d));
+    return t;
+}
+
+void ProcessCounters::add_to(StatsSnapshot& s) const noexcept {
+    for (int k = 0; k < kStatKinds; ++k)
+        for (int d = 0; d < kStatDirs; ++d) s.c[k][d] += c[k][d].load();
+}
+
+void ProcessCounters::clear() noexcept {
+    for (auto& kind : c)
+        for (auto& dir : kind) dir.clear();
+}
+
+std::string_view kind_name(StatKind k) noexcept {
+    return k == StatKind::Fifo ? "fifo" : "pipe";
+}
+
+std::string_view dir_name(StatDir d) noexcept {
+    switch (d) {
+        case StatDir::Read:
+            return "read";
+        case StatDir::Write:
+            return "write";
+        case StatDir::Poll:
+            return "poll";
+    }
+    return "?";
+}
+
+std::string_view arm_name(Arm a) noexcept {
+    switch (a) {
+        case Arm::None:
+            return "none";
+        case Arm::Control:
+            return "control";
+        case Arm::Treatment:
+            return "treatment";
+    }
+    return "?";
+}
+
+std::string_view event_name(StatsEvent e) noexcept {
+    switch (e) {
+        case StatsEvent::Exit:
+            return "exit";
+        case StatsEvent::Exec:
+            return "exec";
+        case StatsEvent::Interval:
+            return "interval";
+    }
+    return "?";
+}
+
+Arm draw_arm(std::uint32_t ab, std::uint32_t seed, std::uint32_t pid) noexcept {
+    const std::uint64_t h = splitmix64((static_cast<std::uint64_t>(seed) << 32) ^ pid);
+    return h % 100 < ab ? Arm::Treatment : Arm::Control;
+}
+
+Arm settle_arm(Arm current, bool ab_configured, const Options& o, std::uint32_t pid) noexcept {
+    if (!ab_configured) return Arm::None;
+    if (current != Arm::None) return current;
+    return draw_arm(o.ab, o.ab_seed, pid);
+}
+
+void apply_arm(Options& o, Arm arm) noexcept {
+    if (arm == Arm::Control) o.mode_v = static_cast<std::uint32_t>(Mode::Off);
+}
+
+std::size_t render_stats_line(char* buf, std::size_t size, const StatsHeader& h,
+                              const Options& config, const StatsSnapshot& s) noexcept {
+    if (size == 0) return 0;
+    const std::size_t cap = (size - 1 < kStatsLineMax ? size - 1 : kStatsLineMax);
+    for (bool texts : {true, false}) {
+        Json j{buf, cap};
+        render(j, h, config, s, texts);
+        if (!j.overflow) {
+            buf[j.len] = '\0';
+            return j.len;
+        }
+    }
+    buf[0] = '\0';
+    return 0;
+}
+
+bool expand_stats_path(std::string_view pattern, std::int64_t pid, char* buf,
+                       std::size_t size) noexcept {
+    Json j{buf, size == 0 ? 0 : size - 1};
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+            j.snum(pid);
+            ++i;
+        } else {
+            j.ch(pattern[i]);
+        }
+    }
+    if (j.overflow || size == 0) return false;
+    buf[j.len] = '\0';
+    return true;
+}
+
+}  // namespace pipespin

@@ -1,0 +1,144 @@
+// Per-process statistics: what the shim saw and did, per fd kind (anonymous
+// pipe, named FIFO) and direction (read, write, poll), and their rendering
+// as one JSON line.
+//
+// Contract: nothing here allocates, locks or calls libc beyond plain memory
+// operations, so it may run in a destructor, in an exec wrapper, in a child
+// after fork or vfork, and in a signal handler. Counters on the hot path are
+// relaxed atomics that live in the fd's own slot (fd_table.h); a slot's
+// counters are folded into the process-wide totals when its fd is forgotten,
+// so closing a pipe loses nothing and a new pipe on the same number starts
+// from zero.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/options.h"
+
+namespace pipespin {
+
+enum class StatKind : std::uint8_t { Pipe = 0, Fifo = 1 };
+enum class StatDir : std::uint8_t { Read = 0, Write = 1, Poll = 2 };
+inline constexpr int kStatKinds = 2;
+inline constexpr int kStatDirs = 3;
+
+// A plain snapshot of one set of counters.
+struct Counters {
+    std::uint64_t calls = 0;      // calls on a tracked pipe the shim examined
+    std::uint64_t bytes = 0;      // bytes they moved (read, write)
+    std::uint64_t waits = 0;      // calls that found the pipe not ready (and blocking)
+    std::uint64_t spins = 0;      // waits that spun
+    std::uint64_t spin_hits = 0;  // spins that ended with the pipe ready: a sleep avoided
+    std::uint64_t spin_ns = 0;    // time spent spinning
+    std::uint64_t sleep_ns = 0;   // time in the real call after a spin that missed
+
+    std::uint64_t spin_misses() const noexcept { return spins - spin_hits; }
+    Counters& operator+=(const Counters& o) noexcept;
+};
+
+// The same counters as relaxed atomics. `waits`, `spins`, `spin_hits` and
+// `spin_ns` keep their historical names (DirState derives from this).
+struct IoCounters {
+    std::atomic<std::uint64_t> calls{0};
+    std::atomic<std::uint64_t> bytes{0};
+    std::atomic<std::uint64_t> waits{0};
+    std::atomic<std::uint64_t> spins{0};
+    std::atomic<std::uint64_t> spin_hits{0};
+    std::atomic<std::uint64_t> spin_ns{0};
+    std::atomic<std::uint64_t> sleep_ns{0};
+
+    Counters load() const noexcept;
+    // Moves the counters out (each one exchanged with zero): for the fold.
+    Counters take() noexcept;
+    void add(const Counters& c) noexcept;
+    void clear() noexcept;
+};
+
+// The cheapest count there is, for the counters every call bumps: a plain
+// load and store, no locked instruction. Two threads on the same fd and
+// direction at the same instant may lose one increment; these are
+// statistics, and the counters the policy acts on are not affected.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+}
+
+struct StatsSnapshot {
+    Counters c[kStatKinds][kStatDirs];
+    Counters& at(StatKind k, StatDir d) noexcept {
+        return c[static_cast<int>(k)][static_cast<int>(d)];
+    }
+    const Counters& at(StatKind k, StatDir d) const noexcept {
+        return c[static_cast<int>(k)][static_cast<int>(d)];
+    }
+    Counters total(StatDir d) const noexcept;  // both kinds
+    Counters total() const noexcept;           // everything
+};
+
+// Process-wide totals: what folded slots left behind, and the poll waits
+// (counted here directly: a poll is not one fd's).
+struct ProcessCounters {
+    IoCounters c[kStatKinds][kStatDirs];
+    IoCounters& at(StatKind k, StatDir d) noexcept {
+        return c[static_cast<int>(k)][static_cast<int>(d)];
+    }
+    void add_to(StatsSnapshot& s) const noexcept;
+    void clear() noexcept;
+};
+
+std::string_view kind_name(StatKind k) noexcept;
+std::string_view dir_name(StatDir d) noexcept;
+
+// A/B arms: none (no experiment), control (mode off), treatment.
+enum class Arm : std::uint8_t { None = 0, Control = 1, Treatment = 2 };
+std::string_view arm_name(Arm a) noexcept;
+
+// The arm a process with this pid draws in an experiment of `ab` percent
+// treatment: splitmix64(seed << 32 ^ pid) % 100 < ab. Deterministic, so a
+// run can be reproduced and `pipespin stats` can check the split.
+Arm draw_arm(std::uint32_t ab, std::uint32_t seed, std::uint32_t pid) noexcept;
+// The arm after a (re-)resolution of the options: none when `ab` was not
+// configured anywhere; otherwise the arm the process already has, or, the
+// first time, a fresh draw. A live reload never moves a process from one arm
+// to the other.
+Arm settle_arm(Arm current, bool ab_configured, const Options& o, std::uint32_t pid) noexcept;
+// The options the process runs with in its arm: the control arm is mode off
+// (interposed, never spinning), so that the comparison isolates the spin.
+// Called after every resolution of the options (start-up and reload).
+void apply_arm(Options& o, Arm arm) noexcept;
+
+// What a stats line says about the process besides its counters.
+enum class StatsEvent : std::uint8_t { Exit = 0, Exec = 1, Interval = 2 };
+std::string_view event_name(StatsEvent e) noexcept;
+
+struct StatsHeader {
+    std::int64_t pid = 0;
+    std::int64_t ppid = 0;
+    const char* program = "";  // NUL-terminated; rendered bounded and escaped
+    StatsEvent event = StatsEvent::Exit;
+    Arm arm = Arm::None;
+    std::uint64_t start_unix_us = 0;  // when this process (image, or forked child) began
+    std::uint64_t wall_us = 0;        // how long it has run
+    std::uint32_t seq = 0;            // lines written by this process before this one
+};
+
+// The longest line render_stats_line() makes: below PIPE_BUF, so that one
+// write(2) with O_APPEND lands whole even on a pipe.
+inline constexpr std::size_t kStatsLineMax = 4000;
+
+// Renders one JSON object and a newline into buf (at most size bytes, and
+// never more than kStatsLineMax). `config` is the resolved configuration
+// (before the arm is applied). If the full line does not fit, the config
+// texts are left out and "truncated":true is set. Returns the length, or 0
+// if even that does not fit (size too small).
+std::size_t render_stats_line(char* buf, std::size_t size, const StatsHeader& h,
+                              const Options& config, const StatsSnapshot& s) noexcept;
+
+// PIPESPIN_STATS with every "%p" replaced by pid, into buf. False if it does
+// not fit.
+bool expand_stats_path(std::string_view pattern, std::int64_t pid, char* buf,
+                       std::size_t size) noexcept;
+
+}  // namespace pipespin

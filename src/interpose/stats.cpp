@@ -1,0 +1,171 @@
+#include "interpose/stats.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "core/engine.h"
+#include "interpose/report.h"
+#include "platform/sys.h"
+
+namespace pipespin::interpose {
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// Written at start-up, at a reload and in a fork child; read by the writers.
+std::atomic<bool> g_enabled{false};
+// Where the lines go, the resolved configuration they report (before the
+// arm) and the arm, as the last resolution settled them. A live reload runs
+// while other threads may be writing a line, so it fills the slot the
+// writers are not using and then switches them over (a writer takes the
+// index once per line; only a line rendered across two reloads, reload_ms
+// apart, could see a slot change under it).
+struct Settled {
+    TextValue dest;
+    Options config;
+    Arm arm = Arm::None;
+};
+Settled g_settled[2];
+std::atomic<int> g_current{0};
+const Settled& settled() noexcept {
+    return g_settled[g_current.load(std::memory_order_acquire)];
+}
+std::int64_t g_pid = 0;  // whose counters these are
+char g_program[64] = "";
+std::uint64_t g_start_ns = 0;  // monotonic
+std::uint64_t g_start_unix_us = 0;
+std::atomic<std::uint32_t> g_seq{0};
+std::atomic<bool> g_exit_written{false};
+std::atomic<int> g_last_errno{0};  // of a failed write, for the exit warning
+
+std::uint64_t unix_us() noexcept {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000u +
+           static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
+}
+
+void mark_start() noexcept {
+    g_pid = sys::raw(SYS_getpid);
+    g_start_ns = sys::now_ns();
+    g_start_unix_us = unix_us();
+    g_seq.store(0, kRelaxed);
+    g_exit_written.store(false, kRelaxed);
+}
+
+// A forked child: a new process with its own counters and clock. It keeps
+// its parent's arm: it goes on running the same program, usually talking to
+// its parent through pipes, and a pair split across arms would measure
+// neither (an exec draws afresh: the constructor runs again).
+void after_fork_child() noexcept {
+    mark_start();
+    fd_table().reset_counters();
+    const Runtime& rt = runtime();
+    const std::uint64_t period = rt.stats_period_ns.load(kRelaxed);
+    if (period != 0) set_stats_tick(rt.stats_tick.load(kRelaxed), period);
+}
+
+void interval_tick() noexcept {
+    stats_write(StatsEvent::Interval);
+}
+
+// One line, one write(2). The destination is opened for each line: nothing
+// stays open in the host, and a file removed (rotated) meanwhile is created
+// afresh. O_NONBLOCK: a FIFO without a reader must not hang the host.
+int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept {
+    int fd = 2;
+    bool opened = false;
+    if (dest.view() != "stderr") {
+        char path[sizeof(TextValue::s) + 32];
+        if (!expand_stats_path(dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
+        long r = sys::raw(
+            SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
+        if (r < 0) return static_cast<int>(-r);
+        fd = static_cast<int>(r);
+        opened = true;
+    }
+    long w;
+    do {
+        w = sys::write(fd, line, n);
+    } while (w == -EINTR);
+    if (opened) sys::close(fd);
+    if (w < 0) return static_cast<int>(-w);
+    return static_cast<std::size_t>(w) == n ? 0 : EIO;  // a short write: the line is torn
+}
+
+}  // namespace
+
+void stats_start() noexcept {
+    mark_start();
+    const char* name = program_invocation_short_name;
+    std::size_t n = 0;
+    if (name != nullptr)
+        for (; name[n] != '\0' && n + 1 < sizeof g_program; ++n) g_program[n] = name[n];
+    g_program[n] = '\0';
+    pthread_atfork(nullptr, nullptr, after_fork_child);
+}
+
+Arm stats_resolve(Options& options, bool ab_configured) noexcept {
+    const int cur = g_current.load(std::memory_order_relaxed);
+    Settled& next = g_settled[1 - cur];
+    next.config = options;
+    next.arm =
+        settle_arm(g_settled[cur].arm, ab_configured, options, static_cast<std::uint32_t>(g_pid));
+    apply_arm(options, next.arm);
+    next.dest = options.stats;
+    g_current.store(1 - cur, std::memory_order_release);
+    g_enabled.store(!options.stats.empty(), std::memory_order_release);
+    set_stats_tick(interval_tick, options.stats.empty()
+                                      ? 0
+                                      : std::uint64_t{options.stats_interval} * 1'000'000'000u);
+    return next.arm;
+}
+
+void stats_write(StatsEvent event) noexcept {
+    if (!g_enabled.load(std::memory_order_acquire)) return;
+    // A vfork child, or one made by clone() or _Fork() without fork's
+    // handlers, shares or copied its parent's counters: not its to report.
+    if (sys::raw(SYS_getpid) != g_pid) return;
+    const Settled& now = settled();
+    StatsSnapshot snap;
+    stats_snapshot(snap);
+    StatsHeader h;
+    h.pid = g_pid;
+    h.ppid = sys::raw(SYS_getppid);
+    h.program = g_program;
+    h.event = event;
+    h.arm = now.arm;
+    h.start_unix_us = g_start_unix_us;
+    h.wall_us = (sys::now_ns() - g_start_ns) / 1000u;
+    h.seq = g_seq.fetch_add(1, kRelaxed);
+    char line[kStatsLineMax + 1];
+    const std::size_t n = render_stats_line(line, sizeof line, h, now.config, snap);
+    if (n == 0) return;
+    if (int err = write_line(now.dest, line, n); err != 0) g_last_errno.store(err, kRelaxed);
+}
+
+void stats_exit() noexcept {
+    // The pid first: a vfork child shares this memory, and its _exit must
+    // not mark its parent's line as written.
+    if (!g_enabled.load(std::memory_order_acquire) || sys::raw(SYS_getpid) != g_pid) return;
+    if (g_exit_written.exchange(true)) return;
+    stats_write(StatsEvent::Exit);
+}
+
+void stats_report_problems() noexcept {
+    const int err = g_last_errno.load(kRelaxed);
+    if (err == 0) return;
+    char line[384];
+    std::snprintf(line, sizeof line, "cannot write statistics to '%s': %s", settled().dest.s,
+                  strerrorname_np(err) != nullptr ? strerrorname_np(err) : "error");
+    report::write(LogLevel::Warn, line);
+}
+
+}  // namespace pipespin::interpose

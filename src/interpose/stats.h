@@ -1,0 +1,42 @@
+// The process's statistics lines and its A/B arm, inside the host.
+//
+// A line (core/stats.h renders it) is appended to PIPESPIN_STATS when the
+// process exits (the shim's destructor, or _exit/_Exit), just before it
+// execs (the exec family), and every stats_interval seconds (engine.h,
+// StatsTick). Each is one write(2) of less than PIPE_BUF with O_APPEND, so
+// concurrent processes never interleave within a line. A forked child
+// starts from zero counters and its own start time, and keeps its parent's
+// arm; a vfork child (or any child made without fork's handlers) writes
+// nothing, since the counters it sees are its parent's.
+//
+// Contract: nothing here allocates or takes a lock; the write path uses raw
+// syscalls only and is async-signal-safe (an exec or _exit may come from a
+// signal handler). Warnings about an unusable destination wait for the exit
+// in the destructor, which is never in a handler.
+#pragma once
+
+#include "core/options.h"
+#include "core/stats.h"
+
+namespace pipespin::interpose {
+
+// At start-up, before anything else here: the process's pid, program name
+// and start time, and the fork handler.
+void stats_start() noexcept;
+
+// After every resolution of the options (start-up, and a live reload):
+// keeps a copy of the resolved configuration for the lines, settles the
+// process's arm (settle_arm: drawn once, kept across reloads) and applies
+// it to `options` (apply_arm: control = mode off). `ab_configured`: some
+// source set `ab`. Then the destination and the interval. Returns the arm.
+Arm stats_resolve(Options& options, bool ab_configured) noexcept;
+
+// Writes one line now (no-op without PIPESPIN_STATS, or in a process whose
+// counters are not its own).
+void stats_write(StatsEvent event) noexcept;
+// The final line, once: the destructor and _exit/_Exit.
+void stats_exit() noexcept;
+// In the destructor: one warning if a line could not be written.
+void stats_report_problems() noexcept;
+
+}  // namespace pipespin::interpose

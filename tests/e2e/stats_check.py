@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the shim's statistics lines (PIPESPIN_STATS).
+
+    stats_check.py CASE LIBPIPESPIN E2E_STATS
+
+Every line is parsed with the json module. Cases:
+  waits        counters against a helper that knows its waits (exact: the
+               helper makes every wait a sleep after a missed spin), forked
+               child (exit), exec
+  waits_exit   the same with a child that ends with _exit(), and no exec
+  concurrent   100 processes ending at once append 100 intact lines
+  destinations stderr, %p, 0600, a symlink is not followed
+  interval     PIPESPIN_STATS_INTERVAL lines, in the treatment and the
+               control arm, cumulative and in order
+  arms         PIPESPIN_AB / PIPESPIN_AB_SEED draw the documented hash
+Exit 0: pass, 77: skipped (reason printed), 1: fail.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+case, lib, helper = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
+PIPE_BUF = 4096
+
+
+def fail(msg):
+    print(f"FAIL ({case}): {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def env(**kw):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PIPESPIN_") and k != "LD_PRELOAD"}
+    e["LD_PRELOAD"] = lib
+    e.update({k: str(v) for k, v in kw.items()})
+    return e
+
+
+def lines_of(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    check(data.endswith(b"\n") or not data, f"{path} does not end with a newline")
+    out = []
+    for raw in data.split(b"\n")[:-1]:
+        check(len(raw) + 1 < PIPE_BUF, f"a line of {len(raw) + 1} bytes is not below PIPE_BUF")
+        try:
+            out.append(json.loads(raw))
+        except json.JSONDecodeError as e:
+            fail(f"not JSON ({e}): {raw[:200]!r}")
+    return out
+
+
+def run(args, **kw):
+    p = subprocess.run(args, env=env(**kw), stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=120)
+    sys.stderr.write(p.stderr)
+    check(p.returncode == 0, f"{args} exited {p.returncode}")
+    return p
+
+
+def counters(line, kind="pipe", direction="read"):
+    return line[kind][direction]
+
+
+def splitmix64(x):
+    m = (1 << 64) - 1
+    x = (x + 0x9E3779B97F4A7C15) & m
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+def arm_of(ab, seed, pid):
+    return "treatment" if splitmix64((seed << 32) ^ pid) % 100 < ab else "control"
+
+
+tmp = tempfile.mkdtemp(prefix="pipespin-stats.")
+stats = os.path.join(tmp, "stats.jsonl")
+
+
+def case_waits(how, exec_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        print("SKIP: one usable CPU: the shim never spins, so no waits are counted")
+        sys.exit(77)
+    n, p, k = 25, 10, 7
+    out = run([helper, "waits", str(n), str(p), str(k), how, exec_path], PIPESPIN_MODE="fixed",
+              PIPESPIN_SPIN_US=20, PIPESPIN_STATS=stats, PIPESPIN_AB=100).stdout
+    pid, child = (int(w) for w in out.split()[1::2])
+    lines = lines_of(stats)
+    for l in lines:
+        print(json.dumps({k: l[k] for k in ("pid", "ppid", "program", "event", "arm", "seq")}))
+    mine = [l for l in lines if l["pid"] == pid and l["program"] == "e2e_stats"]
+    event = "exit" if exec_path == "-" else "exec"
+    check(len(mine) == 1 and mine[0]["event"] == event, f"want one {event} line of pid {pid}")
+    me = mine[0]
+    check(me["arm"] == "treatment" and me["config"]["ab"] == 100, "arm or config.ab wrong")
+    check(me["config"]["mode"] == "fixed" and me["config"]["spin_us"] == 20, "config wrong")
+    r, w, pl = counters(me), counters(me, direction="write"), counters(me, direction="poll")
+    # Exact: every handshake is one wait, one spin, one miss (the writer
+    # waits until the reader sleeps, so no spin can hit).
+    want = {"waits": n, "spins": n, "spin_hits": 0, "spin_misses": n}
+    check({x: r[x] for x in want} == want, f"read counters {r}, want {want}")
+    check(r["sleep_ns"] > 0 and r["spin_ns"] > 0, f"no time asleep or spinning: {r}")
+    # The poll handshakes' reads find their byte at once: calls, no waits.
+    check(r["calls"] == n + p and r["bytes"] == n + p, f"read calls/bytes {r}, want {n + p}")
+    wantp = {"waits": p, "spins": p, "spin_hits": 0, "spin_misses": p}
+    check({x: pl[x] for x in wantp} == wantp, f"poll counters {pl}, want {wantp}")
+    check(w["waits"] == 0 and w["calls"] == n + p and w["bytes"] == n + p, f"write counters {w}")
+    check(me["sleeps_avoided"] == 0, "no spin hit, so no sleep avoided")
+    check(all(v == 0 for d in me["fifo"].values() for v in d.values()), "anonymous pipes are not FIFOs")
+
+    kids = [l for l in lines if l["pid"] == child]
+    check(len(kids) == 1, f"want one line of the child {child} ({how}), got {len(kids)}")
+    kid = kids[0]
+    check(kid["ppid"] == pid and kid["event"] == "exit" and kid["arm"] == "treatment", f"child {kid}")
+    kr = counters(kid)
+    check(kr["waits"] == k and kr["calls"] == k and kr["spin_misses"] == k,
+          f"the child's own {k} waits, not its parent's: {kr}")
+    check(counters(kid, direction="poll")["waits"] == 0, "the child inherited poll counters")
+
+    if exec_path == "-":
+        check(len(lines) == 2, f"want 2 lines (a vfork child writes none), got {len(lines)}")
+        return
+    after = [l for l in lines if l["pid"] == pid and l is not me]
+    check(len(after) == 1 and after[0]["program"] == "true" and after[0]["event"] == "exit",
+          f"want the exec'd program's own exit line under pid {pid}: {after}")
+    check(after[0]["start_us"] > me["start_us"], "the exec'd image has its own start")
+    check(len(lines) == 3, f"want 3 lines (a vfork child writes none), got {len(lines)}")
+
+
+def case_concurrent():
+    # 100 processes released at once (their common stdin closes), then the
+    # same with 10 forked children each ending with _exit: 100 and 1100
+    # lines, every one intact. A line written in two parts would tear here.
+    for forks in (0, 10):
+        n = 100
+        r, w = os.pipe()
+        # A long destination makes long lines: interleaving would show.
+        long_dir = os.path.join(tmp, f"{forks}" + "d" * 150)
+        os.mkdir(long_dir)
+        dest = os.path.join(long_dir, "all.jsonl")
+        procs = [subprocess.Popen([helper, "gate", str(forks)], stdin=r,
+                                  env=env(PIPESPIN_STATS=dest, PIPESPIN_LOG_FILE=dest + ".log",
+                                          PIPESPIN_AB=50))
+                 for _ in range(n)]
+        os.close(r)
+        os.close(w)  # EOF for all of them at once
+        for p in procs:
+            check(p.wait(timeout=60) == 0, "a gate process failed")
+        lines = lines_of(dest)
+        check(len(lines) == n * (1 + forks), f"want {n * (1 + forks)} lines, got {len(lines)}")
+        pids = {l["pid"] for l in lines}
+        check(len(pids) == len(lines), "not one line per process")
+        check({p.pid for p in procs} <= pids, "a process wrote no line")
+        check(all(l["event"] == "exit" and l["program"] == "e2e_stats" for l in lines),
+              "wrong events")
+        print(f"{len(lines)} intact lines from {n} processes with {forks} children each")
+    mode = os.stat(dest).st_mode & 0o777
+    check(mode == 0o600, f"stats file mode {oct(mode)}, want 0600")
+
+
+def case_destinations():
+    p = run([helper, "gate"], PIPESPIN_STATS="stderr")
+    js = [l for l in p.stderr.splitlines() if l.startswith("{")]
+    check(len(js) == 1 and json.loads(js[0])["event"] == "exit", "no JSON line on stderr")
+
+    per_pid = os.path.join(tmp, "s-%p.jsonl")
+    proc = subprocess.Popen([helper, "gate"], stdin=subprocess.DEVNULL, env=env(PIPESPIN_STATS=per_pid))
+    check(proc.wait() == 0, "gate failed")
+    mine = per_pid.replace("%p", str(proc.pid))
+    check(os.path.exists(mine) and lines_of(mine)[0]["pid"] == proc.pid, f"no {mine}")
+
+    target = os.path.join(tmp, "target")
+    open(target, "w").close()
+    link = os.path.join(tmp, "link.jsonl")
+    os.symlink(target, link)
+    p = run([helper, "gate"], PIPESPIN_STATS=link)
+    check(os.path.getsize(target) == 0, "the stats line followed a symlink")
+    check("cannot write statistics to" in p.stderr and "ELOOP" in p.stderr,
+          "no warning about the unusable destination")
+
+
+def case_interval():
+    for ab in (0, 100):
+        path = os.path.join(tmp, f"interval-{ab}.jsonl")
+        run([helper, "pingpong", "2600"], PIPESPIN_MODE="fixed", PIPESPIN_STATS=path,
+            PIPESPIN_STATS_INTERVAL=1, PIPESPIN_AB=ab)
+        lines = lines_of(path)
+        events = [l["event"] for l in lines]
+        print(ab, events, [l["pipe"]["read"]["calls"] for l in lines])
+        check(events[-1] == "exit" and events.count("exit") == 1, f"events {events}")
+        # 2.6 s of pipe calls with a 1 s period: a line after 1 s and 2 s.
+        check(events.count("interval") >= 1, f"no interval line in arm ab={ab}: {events}")
+        check([l["seq"] for l in lines] == list(range(len(lines))), "seq not 0, 1, 2, ...")
+        for a, b in zip(lines, lines[1:]):
+            check(b["wall_us"] >= a["wall_us"], "wall time went backwards")
+            check(b["pipe"]["read"]["calls"] >= a["pipe"]["read"]["calls"], "counters not cumulative")
+        arm = "control" if ab == 0 else "treatment"
+        check(all(l["arm"] == arm for l in lines), f"arm is not {arm}")
+        if ab == 0:
+            check(lines[-1]["pipe"]["read"]["spins"] == 0, "the control arm spun")
+
+
+def case_arms():
+    seed = 12345
+    for ab, var in ((30, {"PIPESPIN_AB": 30, "PIPESPIN_AB_SEED": seed}), (None, {})):
+        path = os.path.join(tmp, f"arms-{ab}.jsonl")
+        for _ in range(20):
+            run([helper, "gate"], PIPESPIN_STATS=path, **var)
+        lines = lines_of(path)
+        check(len(lines) == 20, "want 20 lines")
+        for l in lines:
+            want = "none" if ab is None else arm_of(ab, seed, l["pid"])
+            check(l["arm"] == want, f"pid {l['pid']}: arm {l['arm']}, want {want}")
+            check(l["config"]["ab_seed"] == (seed if ab else 0), "config.ab_seed")
+
+
+cases = {
+    "waits": lambda: case_waits("exit", "/bin/true"),
+    "waits_exit": lambda: case_waits("_exit", "-"),
+    "concurrent": case_concurrent,
+    "destinations": case_destinations,
+    "interval": case_interval,
+    "arms": case_arms,
+}
+cases[case]()
+print(f"PASS ({case})")

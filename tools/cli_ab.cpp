@@ -1,0 +1,484 @@
+// pipespin ab: is the shim's effect on a command real? An A/B test.
+//
+// Both arms run the command with the shim preloaded; the control arm is
+// PIPESPIN_AB=0 (every process in the control arm: mode off, interposed but
+// never spinning), the treatment arm PIPESPIN_AB=100 (the configuration as
+// the user has it: PIPESPIN_* variables and --config), so the comparison
+// isolates the spin. Runs alternate control/treatment, in ABBA order so
+// that neither arm always goes first. Each run's wall, user and system time
+// come from wait4() over the whole process tree; the shim's counters from
+// the statistics lines the tree's processes write to a private file.
+//
+// The test: the ratio of the arms' median wall times (control/treatment:
+// above 1, the treatment is faster) and its 95% percentile bootstrap
+// interval (seeded, so a report can be reproduced). A verdict of faster or
+// slower only when the interval excludes 1.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "common.h"
+#include "json_reader.h"
+#include "stats_lines.h"
+
+namespace pipespin::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kCommand = "ab";
+constexpr int kResamples = 10000;
+constexpr double kConfidence = 0.95;
+
+struct AbArgs {
+    std::uint64_t runs = 10;
+    std::uint64_t warmup = 1;
+    std::uint64_t seed = 1;
+    std::optional<std::string> config;
+    bool json = false;
+    std::optional<std::string> plot;
+    std::vector<std::string> command;
+};
+
+struct RunStats {  // the shim's view of one run (its whole process tree)
+    std::size_t processes = 0;
+    std::size_t wrong_arm = 0;
+    Counters total;
+    std::string mode;  // the resolved mode of the first process (treatment description)
+    std::string spin_us, probe;
+};
+
+struct ArmRuns {
+    std::string name;  // "control", "treatment"
+    std::vector<double> wall_ms, user_ms, sys_ms;
+    std::vector<RunStats> shim;
+};
+
+struct Moments {
+    double mean = 0, sigma = 0;
+};
+Moments moments(const std::vector<double>& v) {
+    Moments m;
+    if (v.empty()) return m;
+    for (double x : v) m.mean += x;
+    m.mean /= static_cast<double>(v.size());
+    if (v.size() > 1) {
+        double ss = 0;
+        for (double x : v) ss += (x - m.mean) * (x - m.mean);
+        m.sigma = std::sqrt(ss / static_cast<double>(v.size() - 1));
+    }
+    return m;
+}
+
+double median(std::vector<double> v) {
+    return summarize(v).median;
+}
+
+struct Test {
+    double ratio = 0, ci_low = 0, ci_high = 0;
+    std::string verdict;
+};
+
+// Percentile bootstrap of the ratio of medians: each arm resampled with
+// replacement on its own, kResamples times, from a seeded generator.
+Test bootstrap(const std::vector<double>& control, const std::vector<double>& treatment,
+               std::uint64_t seed) {
+    Test t;
+    t.ratio = median(control) / median(treatment);
+    std::mt19937_64 rng(seed);
+    std::vector<double> ratios;
+    ratios.reserve(kResamples);
+    std::vector<double> a(control.size()), b(treatment.size());
+    std::uniform_int_distribution<std::size_t> pick_a(0, control.size() - 1);
+    std::uniform_int_distribution<std::size_t> pick_b(0, treatment.size() - 1);
+    for (int r = 0; r < kResamples; ++r) {
+        for (double& x : a) x = control[pick_a(rng)];
+        for (double& x : b) x = treatment[pick_b(rng)];
+        ratios.push_back(median(a) / median(b));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double tail = (1 - kConfidence) / 2;
+    auto at = [&](double q) {
+        const std::size_t i =
+            static_cast<std::size_t>(q * static_cast<double>(kResamples - 1) + 0.5);
+        return ratios[std::min(i, ratios.size() - 1)];
+    };
+    t.ci_low = at(tail);
+    t.ci_high = at(1 - tail);
+    t.verdict = t.ci_low > 1 ? "faster" : t.ci_high < 1 ? "slower" : "no significant difference";
+    return t;
+}
+
+AbArgs parse_args(Args args) {
+    ArgCursor cur("ab", args);
+    AbArgs a;
+    while (cur.at_flag()) {
+        if (cur.take_flag("--help") || cur.take_flag("-h")) {
+            std::fputs(ab_usage().c_str(), stdout);
+            std::exit(kExitOk);
+        }
+        if (auto v = cur.take_value("-n"))
+            a.runs = parse_count("ab", "-n", *v, 2, 100000);
+        else if (auto v = cur.take_value("--runs"))
+            a.runs = parse_count("ab", "--runs", *v, 2, 100000);
+        else if (auto v = cur.take_value("--warmup"))
+            a.warmup = parse_count("ab", "--warmup", *v, 0, 1000);
+        else if (auto v = cur.take_value("--seed"))
+            a.seed = parse_count("ab", "--seed", *v, 0, ~0ull);
+        else if (auto v = cur.take_value("--config"))
+            a.config = std::string(*v);
+        else if (auto v = cur.take_value("--plot"))
+            a.plot = std::string(*v);
+        else if (cur.take_flag("--json"))
+            a.json = true;
+        else
+            cur.fail_unknown();
+    }
+    cur.take_separator();
+    if (cur.done()) throw UsageError("ab: missing CMD");
+    while (!cur.done()) a.command.emplace_back(cur.take_word());
+    if (a.config && ::access(a.config->c_str(), R_OK) != 0)
+        throw UsageError(fmt::format("ab: cannot read --config '{}': {}", printable(*a.config),
+                                     std::strerror(errno)));
+    return a;
+}
+
+// A private directory for the runs' statistics files, removed at the end.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string tmpl = (fs::temp_directory_path() / "pipespin-ab.XXXXXX").string();
+        if (::mkdtemp(tmpl.data()) == nullptr)
+            throw Failure(kExitFailure, fmt::format("ab: mkdtemp: {}", std::strerror(errno)));
+        path = tmpl;
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+RunStats read_run_stats(const fs::path& file, std::string_view arm) {
+    RunStats rs;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return rs;  // no process wrote a line
+    std::stringstream ss;
+    ss << in.rdbuf();
+    LoadedStats st;
+    add_stats_text(st, ss.str(), file.string());
+    rs.processes = st.records.size();
+    for (const ProcessRecord& r : st.records) {
+        rs.total += r.counters.total();
+        if (r.arm != arm) ++rs.wrong_arm;
+    }
+    // The resolved configuration, from the first line of the run.
+    const std::string text = ss.str();
+    if (auto v = parse_json(text.substr(0, text.find('\n')))) {
+        if (const JsonValue* c = v->get("config")) {
+            rs.mode = c->str("mode");
+            rs.spin_us = fmt::format("{}", c->num("spin_us"));
+            rs.probe = c->str("probe");
+        }
+    }
+    return rs;
+}
+
+std::string fmt_ms(double ms) {
+    return ms >= 10000 ? fmt::format("{:.2f} s", ms / 1000) : fmt::format("{:.1f} ms", ms);
+}
+
+// Medians over the runs of an arm's shim counters.
+struct ShimMedians {
+    double processes, calls, waits, spins, hits, spin_ms, sleep_ms;
+    std::size_t runs_without = 0, wrong_arm = 0;
+};
+ShimMedians shim_medians(const ArmRuns& arm) {
+    auto med = [&](auto get) {
+        std::vector<double> v;
+        for (const RunStats& r : arm.shim) v.push_back(get(r));
+        return median(v);
+    };
+    ShimMedians m{};
+    m.processes = med([](const RunStats& r) { return double(r.processes); });
+    m.calls = med([](const RunStats& r) { return double(r.total.calls); });
+    m.waits = med([](const RunStats& r) { return double(r.total.waits); });
+    m.spins = med([](const RunStats& r) { return double(r.total.spins); });
+    m.hits = med([](const RunStats& r) { return double(r.total.spin_hits); });
+    m.spin_ms = med([](const RunStats& r) { return r.total.spin_ns / 1e6; });
+    m.sleep_ms = med([](const RunStats& r) { return r.total.sleep_ns / 1e6; });
+    for (const RunStats& r : arm.shim) {
+        m.runs_without += r.processes == 0;
+        m.wrong_arm += r.wrong_arm;
+    }
+    return m;
+}
+
+std::string describe_arm(const ArmRuns& arm) {
+    if (arm.name == "control") return "control (mode off: interposed, never spinning)";
+    for (const RunStats& r : arm.shim)
+        if (!r.mode.empty())
+            return fmt::format("treatment (mode={} spin_us={} probe={})", r.mode, r.spin_us,
+                               r.probe);
+    return "treatment";
+}
+
+void print_arm(const ArmRuns& arm) {
+    const Moments w = moments(arm.wall_ms);
+    const Summary s = summarize(arm.wall_ms);
+    fmt::print("{}\n", describe_arm(arm));
+    fmt::print("  Time (mean ± σ):   {:>10} ± {:>9}    [User: {}, System: {}]\n", fmt_ms(w.mean),
+               fmt_ms(w.sigma), fmt_ms(moments(arm.user_ms).mean),
+               fmt_ms(moments(arm.sys_ms).mean));
+    fmt::print("  Range (min … max): {:>10} … {:>9}    median {}, {} runs\n", fmt_ms(s.min),
+               fmt_ms(s.max), fmt_ms(s.median), arm.wall_ms.size());
+    const ShimMedians m = shim_medians(arm);
+    fmt::print(
+        "  Shim (median per run): {:.0f} processes, {:.0f} calls, {:.0f} waits, {:.0f} "
+        "spins",
+        m.processes, m.calls, m.waits, m.spins);
+    if (m.spins > 0)
+        fmt::print(
+            " ({:.1f}% hits: {:.0f} sleeps avoided), {:.1f} ms spinning, {:.1f} ms asleep "
+            "after a miss",
+            100 * m.hits / m.spins, m.hits, m.spin_ms, m.sleep_ms);
+    fmt::print("\n");
+    if (m.runs_without > 0)
+        fmt::print(
+            "  note: in {} run(s) no process wrote statistics: the shim was not loaded "
+            "(a static or setuid program?)\n",
+            m.runs_without);
+    if (m.wrong_arm > 0)
+        fmt::print("  warning: {} process(es) reported another arm than '{}'\n", m.wrong_arm,
+                   arm.name);
+    fmt::print("\n");
+}
+
+std::string arm_json(const ArmRuns& arm) {
+    const Moments w = moments(arm.wall_ms);
+    const Summary s = summarize(arm.wall_ms);
+    const ShimMedians m = shim_medians(arm);
+    return fmt::format(
+        "{{\"median_wall_ms\":{:.4f},\"mean_wall_ms\":{:.4f},\"sigma_wall_ms\":{:.4f},"
+        "\"min_wall_ms\":{:.4f},\"max_wall_ms\":{:.4f},\"median_user_ms\":{:.4f},"
+        "\"median_sys_ms\":{:.4f},\"wall_ms\":[{:.4f}],\"user_ms\":[{:.4f}],\"sys_ms\":[{:.4f}],"
+        "\"shim_median\":{{\"processes\":{},\"calls\":{},\"waits\":{},\"spins\":{},"
+        "\"spin_hits\":{},\"spin_ms\":{:.4f},\"sleep_ms\":{:.4f}}},\"runs_without_stats\":{},"
+        "\"description\":{}}}",
+        s.median, w.mean, w.sigma, s.min, s.max, median(arm.user_ms), median(arm.sys_ms),
+        fmt::join(arm.wall_ms, ","), fmt::join(arm.user_ms, ","), fmt::join(arm.sys_ms, ","),
+        m.processes, m.calls, m.waits, m.spins, m.hits, m.spin_ms, m.sleep_ms, m.runs_without,
+        json_string(describe_arm(arm)));
+}
+
+std::string gnuplot_string(std::string_view s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+    return out + "'";
+}
+
+// Per-run wall times of both arms: a box per arm and every run as a point.
+void draw_plot(const ArmRuns& control, const ArmRuns& treatment, const Test& t, const AbArgs& a,
+               const std::string& png) {
+    const std::optional<std::string> gnuplot = resolve_command("gnuplot");
+    if (!gnuplot)
+        throw Failure(kExitFailure, "ab: --plot needs gnuplot (Debian package gnuplot-nox)");
+    TempDir dir;
+    std::string data;
+    const ArmRuns* arms[] = {&control, &treatment};
+    for (int i = 0; i < 2; ++i)
+        for (std::size_t r = 0; r < arms[i]->wall_ms.size(); ++r)
+            data += fmt::format("{} {:.4f} {:.3f}\n", i + 1, arms[i]->wall_ms[r],
+                                // a deterministic spread of the points around the box
+                                (static_cast<double>(r % 7) - 3) * 0.03);
+    std::ofstream(dir.path / "runs.dat") << data;
+    const std::string script = fmt::format(
+        "set terminal pngcairo size 900,600 noenhanced font 'sans,10'\n"
+        "set output {}\n"
+        "set title {}\n"
+        "set ylabel 'wall time per run (ms)'\n"
+        "set xtics ('control (mode off)' 1, 'treatment' 2)\n"
+        "set xrange [0.4:2.6]\n"
+        "set grid ytics\n"
+        "set style fill solid 0.25 border -1\n"
+        "set style boxplot nooutliers\n"
+        "set boxwidth 0.4\n"
+        "unset key\n"
+        "plot {} using 1:2 with boxplot lc rgb '#4060c0', \\\n"
+        "     {} using ($1 + $3):2 with points pt 7 ps 0.8 lc rgb '#c04040'\n",
+        gnuplot_string(png),
+        gnuplot_string(fmt::format("pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI "
+                                   "[{:.3f}, {:.3f}]: {}",
+                                   shell_join(a.command).substr(0, 60), control.wall_ms.size(),
+                                   t.ratio, t.ci_low, t.ci_high, t.verdict)),
+        gnuplot_string((dir.path / "runs.dat").string()),
+        gnuplot_string((dir.path / "runs.dat").string()));
+    std::ofstream(dir.path / "ab.gp") << script;
+    std::error_code ec;
+    fs::remove(png, ec);
+    Measured m = spawn_measure(*gnuplot, {"gnuplot", (dir.path / "ab.gp").string()},
+                               Environment::current(), {true, true});
+    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
+        fs::file_size(png, ec) == 0 || ec)
+        throw Failure(kExitFailure,
+                      fmt::format("ab: gnuplot {} and did not write {}: {}",
+                                  describe_wait_status(m.wait_status), png, printable(m.err)));
+}
+
+}  // namespace
+
+std::string ab_usage() {
+    return usage_entry(
+        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] "
+        "[--plot OUT.png]\n"
+        "              [--] CMD [ARGS...]\n",
+        "A/B test of the shim on CMD: N runs (default 10) per arm after W warm-up runs "
+        "(default 1), control and treatment alternating (ABBA). Both arms preload the shim; "
+        "the control arm is PIPESPIN_AB=0 (mode off: interposed, never spinning), the "
+        "treatment PIPESPIN_AB=100 (the configuration you have: PIPESPIN_* variables, and "
+        "FILE as PIPESPIN_CONFIG). Reports wall, user and system time of the whole process "
+        "tree (mean ± σ, range, median), the shim's counters, the ratio of median wall times "
+        "(control/treatment, above 1 = treatment faster) with a 95% bootstrap interval "
+        "(10000 resamples, seed S, default 1), and a verdict: faster or slower only when the "
+        "interval excludes 1, else no significant difference. --json: one object; --plot: "
+        "the runs of both arms as a PNG (gnuplot). Fails if CMD fails in any run.");
+}
+
+int ab_main(Args args) {
+    const AbArgs a = parse_args(args);
+    const std::string library = find_library();
+    const std::optional<std::string> path = resolve_command(a.command[0]);
+    if (!path)
+        throw Failure(kExitNotFound, fmt::format("ab: '{}' not found", printable(a.command[0])));
+    if (::access(path->c_str(), X_OK) != 0)
+        throw Failure(
+            errno == ENOENT ? kExitNotFound : kExitCannotRun,
+            fmt::format("ab: cannot execute '{}': {}", printable(*path), std::strerror(errno)));
+    for (const std::string& why : preload_obstacles(*path))
+        fmt::print(stderr, "pipespin: warning: {} {}; the shim cannot load into it\n",
+                   printable(*path), why);
+
+    // The user's environment, with the shim in front of LD_PRELOAD; what
+    // this command controls (the arm, where the statistics go) is its own.
+    Environment base = Environment::current();
+    for (std::string_view name :
+         {"PIPESPIN_AB", "PIPESPIN_AB_SEED", "PIPESPIN_STATS", "PIPESPIN_STATS_INTERVAL"})
+        base.unset(name);
+    base.set_preload(
+        preload_with(preload_without_shim(base.get("LD_PRELOAD").value_or("")), library));
+    if (a.config) base.set("PIPESPIN_CONFIG", fs::absolute(*a.config).string());
+
+    TempDir tmp;
+    ArmRuns arms[2] = {{"control", {}, {}, {}, {}}, {"treatment", {}, {}, {}, {}}};
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    const std::uint64_t total = 2 * (a.runs + a.warmup);
+    std::uint64_t done = 0;
+    if (!a.json || tty)
+        fmt::print(stderr, "pipespin ab: {}: {} runs per arm ({} warm-up), interleaved\n",
+                   shell_join(a.command), a.runs, a.warmup);
+
+    auto run_one = [&](int arm, bool measured, std::uint64_t index) {
+        const fs::path stats = tmp.path / fmt::format("{}-{}.jsonl", arms[arm].name, index);
+        Environment env = base;
+        env.set("PIPESPIN_AB", arm == 0 ? "0" : "100");
+        env.set("PIPESPIN_STATS", stats.string());
+        if (tty)
+            fmt::print(stderr, "\r  {} run {}/{} ({}{})   ", measured ? "measuring" : "warming up",
+                       done + 1, total, arms[arm].name, measured ? "" : ", not counted");
+        Measured m = spawn_measure(*path, a.command, env, {true, true});
+        ++done;
+        if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0) {
+            if (tty) fmt::print(stderr, "\n");
+            throw Failure(kExitFailure,
+                          fmt::format("ab: {} {} in the {} arm; its stderr:\n{}",
+                                      shell_join(a.command), describe_wait_status(m.wait_status),
+                                      arms[arm].name, m.err.substr(0, 4000)));
+        }
+        if (!measured) return;
+        arms[arm].wall_ms.push_back(m.wall_us / 1000);
+        arms[arm].user_ms.push_back(m.user_us / 1000);
+        arms[arm].sys_ms.push_back(m.sys_us / 1000);
+        arms[arm].shim.push_back(read_run_stats(stats, arms[arm].name));
+    };
+    // ABBA: control first in even rounds, treatment first in odd ones.
+    for (std::uint64_t w = 0; w < a.warmup; ++w)
+        for (int arm : {0, 1}) run_one(arm, false, 1000000 + w);
+    for (std::uint64_t r = 0; r < a.runs; ++r) {
+        const int first = static_cast<int>(r % 2);
+        run_one(first, true, r);
+        run_one(1 - first, true, r);
+    }
+    if (tty) fmt::print(stderr, "\r{:60}\r", "");
+
+    const Test t = bootstrap(arms[0].wall_ms, arms[1].wall_ms, a.seed);
+    const Test cpu_t = [&] {
+        std::vector<double> c, tr;
+        for (std::size_t i = 0; i < arms[0].user_ms.size(); ++i)
+            c.push_back(arms[0].user_ms[i] + arms[0].sys_ms[i]);
+        for (std::size_t i = 0; i < arms[1].user_ms.size(); ++i)
+            tr.push_back(arms[1].user_ms[i] + arms[1].sys_ms[i]);
+        return bootstrap(c, tr, a.seed);
+    }();
+    if (a.plot) draw_plot(arms[0], arms[1], t, a, *a.plot);
+
+    // hyperfine's "N.NN ± 0.0N times faster": ratio of means, error propagated.
+    const Moments mc = moments(arms[0].wall_ms), mt = moments(arms[1].wall_ms);
+    const bool treatment_faster = mc.mean >= mt.mean;
+    const double mean_ratio = treatment_faster ? mc.mean / mt.mean : mt.mean / mc.mean;
+    const double mean_sigma =
+        mean_ratio * std::sqrt(std::pow(mc.sigma / mc.mean, 2) + std::pow(mt.sigma / mt.mean, 2));
+
+    if (a.json) {
+        fmt::print(
+            "{{\"command\":[{}],\"runs_per_arm\":{},\"warmup\":{},\"ratio\":{:.6f},"
+            "\"ci_low\":{:.6f},\"ci_high\":{:.6f},\"confidence\":{},\"resamples\":{},"
+            "\"seed\":{},\"verdict\":{},\"mean_ratio\":{:.6f},\"mean_ratio_sigma\":{:.6f},"
+            "\"cpu_ratio\":{:.6f},\"cpu_ci_low\":{:.6f},\"cpu_ci_high\":{:.6f},"
+            "\"arms\":{{\"control\":{},\"treatment\":{}}}}}\n",
+            [&] {
+                std::vector<std::string> q;
+                for (const std::string& w : a.command) q.push_back(json_string(w));
+                return fmt::format("{}", fmt::join(q, ","));
+            }(),
+            a.runs, a.warmup, t.ratio, t.ci_low, t.ci_high, kConfidence, kResamples, a.seed,
+            json_string(t.verdict), treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma,
+            cpu_t.ratio, cpu_t.ci_low, cpu_t.ci_high, arm_json(arms[0]), arm_json(arms[1]));
+        return kExitOk;
+    }
+    fmt::print("Benchmark: {}\n\n", shell_join(a.command));
+    for (const ArmRuns& arm : arms) print_arm(arm);
+    fmt::print("Summary\n");
+    fmt::print("  {} ran\n    {:.2f} ± {:.2f} times faster than {}\n",
+               treatment_faster ? "treatment" : "control", mean_ratio, mean_sigma,
+               treatment_faster ? "control" : "treatment");
+    fmt::print("  wall, ratio of medians (control / treatment): {:.3f}, 95% CI [{:.3f}, {:.3f}]\n",
+               t.ratio, t.ci_low, t.ci_high);
+    fmt::print("  CPU (user+sys), ratio of medians: {:.3f}, 95% CI [{:.3f}, {:.3f}]\n", cpu_t.ratio,
+               cpu_t.ci_low, cpu_t.ci_high);
+    fmt::print("  (percentile bootstrap, {} resamples, seed {}; above 1 = treatment lower)\n",
+               kResamples, a.seed);
+    if (t.verdict == "no significant difference")
+        fmt::print("  verdict: no significant difference (the interval includes 1)\n");
+    else
+        fmt::print(
+            "  verdict: {} (the treatment's median wall time is {:.1f}% {}; the interval "
+            "excludes 1)\n",
+            t.verdict, std::abs(1 / t.ratio - 1) * 100, t.ratio > 1 ? "lower" : "higher");
+    return kExitOk;
+}
+
+}  // namespace pipespin::cli

@@ -1,0 +1,108 @@
+// pipespin stats: what the shim did, from the lines processes appended to
+// PIPESPIN_STATS, per program and A/B arm.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "common.h"
+#include "stats_lines.h"
+
+namespace pipespin::cli {
+namespace {
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? "-" : fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / whole);
+}
+
+void print_row(const StatsGroup& g) {
+    const Counters t = g.counters.total();
+    fmt::print(
+        "{:<16} {:<9} {:>6} {:>8.2f} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9.1f} {:>9.1f} {:>9.2f}\n",
+        printable(g.program).substr(0, 16), g.arm, g.processes,
+        static_cast<double>(g.wall_us) / 1e6, t.calls, t.waits, t.spins,
+        percent(t.spin_hits, t.spins), t.spin_hits, static_cast<double>(t.spin_ns) / 1e6,
+        static_cast<double>(t.sleep_ns) / 1e6, static_cast<double>(t.bytes) / (1 << 20));
+}
+
+std::string group_json(const StatsGroup& g) {
+    return fmt::format(
+        "{{\"program\":{},\"arm\":{},\"processes\":{},\"running\":{},\"wall_us\":{},"
+        "\"sleeps_avoided\":{},\"counters\":{}}}",
+        json_string(g.program), json_string(g.arm), g.processes, g.running, g.wall_us,
+        g.counters.total().spin_hits, snapshot_json(g.counters));
+}
+
+}  // namespace
+
+std::string stats_usage() {
+    return usage_entry(
+        "  pipespin stats [--json] FILE...\n",
+        "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
+        "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
+        "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
+        "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
+        "(ms), and MiB moved. Only the last line of each process counts (interval lines are "
+        "cumulative). --json prints the same as one object.");
+}
+
+int stats_main(Args args) {
+    ArgCursor cur("stats", args);
+    bool json = false;
+    while (cur.at_flag()) {
+        if (cur.take_flag("--help") || cur.take_flag("-h")) {
+            std::fputs(stats_usage().c_str(), stdout);
+            return kExitOk;
+        }
+        if (cur.take_flag("--json"))
+            json = true;
+        else
+            cur.fail_unknown();
+    }
+    cur.take_separator();
+    std::vector<std::string> files;
+    while (!cur.done()) files.emplace_back(cur.take_word());
+    if (files.empty()) throw UsageError("stats: missing FILE");
+
+    const LoadedStats st = load_stats(files);
+    if (st.bad_lines > 0)
+        fmt::print(stderr,
+                   "pipespin: warning: stats: skipped {} of {} lines that are not "
+                   "statistics lines (first: {})\n",
+                   st.bad_lines, st.lines, printable(st.first_problem));
+    const std::vector<StatsGroup> groups = group_stats(st.records);
+    std::vector<std::string> arms;
+    for (const ProcessRecord& r : st.records)
+        if (std::find(arms.begin(), arms.end(), r.arm) == arms.end()) arms.push_back(r.arm);
+    std::sort(arms.begin(), arms.end());
+
+    if (json) {
+        std::vector<std::string> gs, ts;
+        for (const StatsGroup& g : groups) gs.push_back(group_json(g));
+        for (const std::string& arm : arms) ts.push_back(group_json(total_of(st.records, arm)));
+        fmt::print(
+            "{{\"lines\":{},\"bad_lines\":{},\"processes\":{},\"groups\":[{}],"
+            "\"arms\":[{}]}}\n",
+            st.lines, st.bad_lines, st.records.size(), fmt::join(gs, ","), fmt::join(ts, ","));
+        return kExitOk;
+    }
+    fmt::print("{:<16} {:<9} {:>6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}\n",
+               "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %", "avoided",
+               "spin ms", "sleep ms", "MiB");
+    for (const StatsGroup& g : groups) print_row(g);
+    if (groups.size() > 1) {
+        fmt::print("\n");
+        for (const std::string& arm : arms) print_row(total_of(st.records, arm));
+    }
+    std::size_t running = 0;
+    for (const StatsGroup& g : groups) running += g.running;
+    fmt::print("\n{} processes from {} lines", st.records.size(), st.lines);
+    if (running > 0) fmt::print("; {} still running at their last line (interval)", running);
+    fmt::print(".\n");
+    return kExitOk;
+}
+
+}  // namespace pipespin::cli
