@@ -35,7 +35,7 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
 // Up to the first '#' that starts the line or follows a blank: "50 # µs".
 std::string_view strip_comment(std::string_view line) noexcept {
     for (std::size_t i = 0; i < line.size(); ++i)
-        if (line[i] == '#' && (i == 0 || is_blank(line[i - 1]))) return line.substr(0, i);
+        if (line[i] == '#' && (i == 0 || is_blank(line[i - 1]))) return sub(line, 0, i);
     return line;
 }
 
@@ -143,11 +143,11 @@ struct Walker {
                 });
             return;
         }
-        const std::string_view inner = trim(text.substr(1, text.size() - 2));
+        const std::string_view inner = trim(sub(text, 1, text.size() - 2));
         std::size_t sp = 0;
         while (sp < inner.size() && !is_blank(inner[sp])) ++sp;
-        const std::string_view word = inner.substr(0, sp);
-        const std::string_view rest = trim(inner.substr(sp));
+        const std::string_view word = sub(inner, 0, sp);
+        const std::string_view rest = trim(sub(inner, sp));
         if (iequals(word, "global") && rest.empty()) {
             section = Section::Global;
         } else if (iequals(word, "program") && !rest.empty()) {
@@ -180,8 +180,8 @@ struct Walker {
                 });
             return;
         }
-        const std::string_view key = trim(text.substr(0, eq));
-        const std::string_view value = trim(text.substr(eq + 1));
+        const std::string_view key = trim(sub(text, 0, eq));
+        const std::string_view value = trim(sub(text, eq + 1));
         if (section == Section::Ignored) return;  // the header was reported
         char name[32];
         const OptionSpec* spec = nullptr;
@@ -202,8 +202,7 @@ struct Walker {
                 o.printable(key);
                 o.put("'");
                 constexpr std::string_view kPrefix = "pipespin_";
-                if (key.size() > kPrefix.size() &&
-                    iequals(key.substr(0, kPrefix.size()), kPrefix) &&
+                if (key.size() > kPrefix.size() && iequals(sub(key, 0, kPrefix.size()), kPrefix) &&
                     find_option({name + kPrefix.size(), key.size() - kPrefix.size()})) {
                     o.put(" (keys are written without PIPESPIN_: ");
                     o.put({name + kPrefix.size(), key.size() - kPrefix.size()});
@@ -240,13 +239,13 @@ struct Walker {
     }
 
     void run(std::string_view text) noexcept {
-        if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 BOM
+        if (sub(text, 0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 BOM
         unsigned line = 0;
         std::size_t pos = 0;
         while (pos < text.size()) {
             std::size_t end = text.find('\n', pos);
             if (end == std::string_view::npos) end = text.size();
-            const std::string_view raw = text.substr(pos, end - pos);
+            const std::string_view raw = sub(text, pos, end - pos);
             pos = end + 1;
             ++line;
             one_line(line, raw);
@@ -365,7 +364,7 @@ bool glob_match(std::string_view p, std::string_view t) noexcept {
 
 std::string_view base_name(std::string_view path) noexcept {
     const std::size_t slash = path.rfind('/');
-    return slash == std::string_view::npos ? path : path.substr(slash + 1);
+    return slash == std::string_view::npos ? path : sub(path, slash + 1);
 }
 
 bool program_matches(std::string_view names, const ProgramId& program) noexcept {
@@ -374,7 +373,7 @@ bool program_matches(std::string_view names, const ProgramId& program) noexcept 
         while (i < names.size() && is_blank(names[i])) ++i;
         std::size_t j = i;
         while (j < names.size() && !is_blank(names[j])) ++j;
-        const std::string_view name = names.substr(i, j - i);
+        const std::string_view name = sub(names, i, j - i);
         i = j;
         if (name.empty()) continue;
         if (name.find('/') != std::string_view::npos) {

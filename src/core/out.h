@@ -11,6 +11,14 @@
 
 namespace pipespin {
 
+// std::string_view::substr without its std::out_of_range (a call into the
+// C++ runtime, which the shim does not have): `pos` is clamped to the end.
+constexpr std::string_view sub(std::string_view s, std::size_t pos,
+                               std::size_t n = std::string_view::npos) noexcept {
+    if (pos > s.size()) pos = s.size();
+    return {s.data() + pos, n < s.size() - pos ? n : s.size() - pos};
+}
+
 struct Out {
     char* buf;
     std::size_t size;
@@ -48,7 +56,7 @@ struct Out {
                 return;
             }
             if (plain) {
-                put(s.substr(i, 1));
+                put(sub(s, i, 1));
             } else {
                 const char esc[4] = {'\\', 'x', kHex[u >> 4], kHex[u & 15]};
                 put({esc, 4});

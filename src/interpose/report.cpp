@@ -107,7 +107,7 @@ int open_destination() noexcept {
 
 void set_log_file(std::string_view path) noexcept {
     if (path == "stderr") path = {};
-    if (path.size() >= kPathMax) path = path.substr(0, kPathMax - 1);
+    if (path.size() >= kPathMax) path = std::string_view(path.data(), kPathMax - 1);
     g_path_seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
     for (std::size_t i = 0; i < kPathMax; ++i)
         g_path[i].store(i < path.size() ? path[i] : '\0', std::memory_order_relaxed);
