@@ -129,7 +129,7 @@ run_kind() {
     [[ -n $srcs ]] || { fail "$kind: cannot find the shim's sources in CMakeLists.txt"; return; }
     mkdir -p "$dir/linked"
     for src in $srcs; do
-      obj=$dir/linked/$(basename "$src").o
+      obj=$dir/linked/${src//\//_}.o  # core/stats.cpp and interpose/stats.cpp
       local compile=(g++ -std=c++20 $flags $SHIM_FLAGS)
       # The shim's C parts (cancellation clean-up) are plain C, as in CMake.
       [[ $src == *.c ]] && compile=(gcc $flags -fasynchronous-unwind-tables)
@@ -159,14 +159,18 @@ run_kind() {
         # Live reloads while every thread spins and blocks: the config file
         # flips between fixed and adaptive and two budgets, re-checked
         # every 1 ms, so configure() runs under the readers' feet.
-        printf 'log = info\nreload_ms = 1\nmode = fixed\nspin_us = 1000000\n' >"$conf"
+        # Statistics lines every second as well: written while reloads
+        # re-settle what they report.
+        local extra="stats = $logs/reload.stats\nstats_interval = 1\n"
+        rm -f "$logs/reload.stats"
+        printf "log = info\nreload_ms = 1\nmode = fixed\nspin_us = 1000000\n$extra" >"$conf"
         chmod 644 "$conf"
         env_args+=(PIPESPIN_CONFIG="$conf" "${preload[@]}")
         (
           i=0
           while :; do
             if ((i % 2)); then m=adaptive us=200; else m=fixed us=1000000; fi
-            printf 'log = info\nreload_ms = 1\nmode = %s\nspin_us = %s\n' $m $us >"$conf.new"
+            printf "log = info\nreload_ms = 1\nmode = %s\nspin_us = %s\n$extra" $m $us >"$conf.new"
             chmod 644 "$conf.new"
             mv "$conf.new" "$conf"
             i=$((i + 1))
@@ -201,6 +205,8 @@ run_kind() {
     else
       note "$kind: stress $config passed: $(grep -E '^ok:' "$log" | head -1)"
       grep -E '^pipespin: info: exit' "$log" | sed "s/^/sanitize.sh:   /"
+      [[ $config == reload ]] &&
+        note "$kind: stress reload: $(grep -c . "$logs/reload.stats" 2>/dev/null) statistics lines"
     fi
   done
 }

@@ -122,9 +122,14 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
     next.dest = options.stats;
     g_current.store(1 - cur, std::memory_order_release);
     g_enabled.store(!options.stats.empty(), std::memory_order_release);
-    set_stats_tick(interval_tick, options.stats.empty()
-                                      ? 0
-                                      : std::uint64_t{options.stats_interval} * 1'000'000'000u);
+    // A reload that leaves the interval as it was keeps its schedule:
+    // frequent reloads must not keep pushing the next line away.
+    const std::uint64_t period =
+        options.stats.empty() ? 0 : std::uint64_t{options.stats_interval} * 1'000'000'000u;
+    const Runtime& rt = runtime();
+    const bool ticking = rt.stats_tick.load(std::memory_order_relaxed) != nullptr;
+    if (period != rt.stats_period_ns.load(kRelaxed) || (period != 0) != ticking)
+        set_stats_tick(interval_tick, period);
     return next.arm;
 }
 
