@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.h"
+
 namespace pipespin::cli {
 
 // Exit statuses of pipespin itself; `run` otherwise exits with its command's.
@@ -88,6 +90,9 @@ std::string stats_usage();
 int ab_main(Args args);
 std::string ab_usage();
 
+int check_config_main(Args args);
+std::string check_config_usage();
+
 // Hidden: what `bench` re-executes under each configuration's environment.
 int bench_worker_main(Args args);
 // bench-worker relay|feed, the loops of `coverage` (coverage_worker.cpp).
@@ -115,6 +120,19 @@ struct Command {
     std::string (*usage)();  // nullptr: hidden from --help (internal helpers)
 };
 std::span<const Command> commands();
+
+// Storage for the names a ProgramId views.
+struct ProgramNames {
+    std::string exe_path, exe_name, argv0_name;
+};
+// The names the shim would match for a program given as a basename or path.
+ProgramId program_id_for(std::string_view name, ProgramNames& storage);
+// ... for the process `run` would start: CMD found at path (a script runs as
+// its #! interpreter), started as argv0.
+ProgramId program_id_for_command(const std::string& path, std::string_view argv0,
+                                 ProgramNames& storage);
+// Prints problems (stderr) and the resolved table (stdout); the exit status.
+int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program);
 
 // Full --help text (main.cpp), for subcommands that print it on "--help".
 std::string full_usage();

@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "core/config.h"
 #include "core/options.h"
 
 #ifndef PIPESPIN_VERSION
@@ -214,8 +215,9 @@ std::string man1(const Paths& p) {
         kLibraryName));
     out += paragraph(
         "pipespin runs a command with the library preloaded and measures what it buys. The "
-        "library reads its settings from the environment variables below, in the program it is "
-        "loaded into; children inherit them. The loader does not preload into statically linked "
+        "library reads its settings from the config file (pipespin.conf(5)) and from the "
+        "environment variables below, which override it, in the program it is loaded into; "
+        "children inherit them. The loader does not preload into statically linked "
         "programs, nor (through LD_PRELOAD) into setuid ones.");
 
     out += ".SH COMMANDS\n";
@@ -245,6 +247,11 @@ std::string man1(const Paths& p) {
            "value it names. In secure-execution mode (setuid programs) they are ignored.\n";
     for (const OptionSpec& spec : option_table())
         out += tagged(option_tag(spec, env_name(spec)), spec.help);
+    out += tagged(
+        bold("PIPESPIN_CONFIG") + "=\\fIPATH\\fR (default: " + roff(kDefaultConfigPath) + ")",
+        fmt::format("The config file, see pipespin.conf(5). {} is read only if it "
+                    "exists; set but empty: no file at all.",
+                    kDefaultConfigPath));
     out +=
         tagged(bold(std::string(kLibraryEnv)) + "=\\fIPATH\\fR",
                fmt::format("Read by pipespin itself: the {} to preload. When unset, the first "

@@ -11,6 +11,7 @@ pipespin_packages=(
   gnuplot-nox                        # benchmark charts
   xz-utils zstd perl                 # programs `pipespin coverage` runs
   man-db                             # tests/install renders the manual pages
+  clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)
 )
 
 pipespin_install_deps() {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "core/config.h"
 #include "core/options.h"
 
 #ifndef PIPESPIN_VERSION
@@ -27,6 +28,7 @@ constexpr Command kCommands[] = {
     {"stats", stats_main, stats_usage},
     {"ab", ab_main, ab_usage},
     {"coverage", coverage_main, coverage_usage},
+    {"check-config", check_config_main, check_config_usage},
     {"bench-worker", bench_worker_main, nullptr},
     {"gen-docs", gen_docs_main, nullptr},
 };
@@ -40,6 +42,13 @@ std::string environment_help() {
                            format_default(spec).empty() ? "empty" : format_default(spec));
         out += wrap(spec.help, 6);
     }
+    out += fmt::format("  PIPESPIN_CONFIG=PATH (default: {})\n", kDefaultConfigPath);
+    out += wrap(fmt::format("the config file, whose keys are the names above in lower case "
+                            "([global] and [program NAME] sections; see check-config); the "
+                            "variables above override it. {} is read only if it exists; set "
+                            "but empty: no file.",
+                            kDefaultConfigPath),
+                6);
     out += "\nEnvironment read by this tool:\n";
     out += fmt::format("  {}=PATH\n", kLibraryEnv);
     out += wrap(fmt::format("the {} to preload; when unset, the first of: {}", kLibraryName,

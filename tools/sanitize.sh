@@ -5,11 +5,13 @@
 #   1. runs the unit tests (ctest -L unit): the core, instrumented;
 #   2. builds the reliability stress helper (tests/reliability/stress.cpp)
 #      with the same sanitizer and runs it for a few seconds (4 pipes, a
-#      writer and a reader thread on each, a signal every 100 µs) four
+#      writer and a reader thread on each, a signal every 100 µs) five
 #      times: without the shim; with the sanitized shim in fixed mode (1 s
-#      budget); in adaptive mode; and in adaptive mode with 1 pipe (with 8
+#      budget); in adaptive mode; in adaptive mode with 1 pipe (with 8
 #      busy threads on a small machine the adaptive run-queue gate stops all
-#      spinning; with 2 it may spin, if the machine is otherwise quiet).
+#      spinning; with 2 it may spin, if the machine is otherwise quiet); and
+#      with a config file rewritten every 20 ms and re-checked every 1 ms,
+#      so that live reloads run while the other threads spin and block.
 #
 # How the shim meets the sanitizer:
 #   asan  by LD_PRELOAD, as users run it. A sanitized shared library cannot
@@ -127,7 +129,7 @@ run_kind() {
     [[ -n $srcs ]] || { fail "$kind: cannot find the shim's sources in CMakeLists.txt"; return; }
     mkdir -p "$dir/linked"
     for src in $srcs; do
-      obj=$dir/linked/$(basename "$src").o
+      obj=$dir/linked/${src//\//_}.o  # core/stats.cpp and interpose/stats.cpp
       local compile=(g++ -std=c++20 $flags $SHIM_FLAGS)
       # The shim's C parts (cancellation clean-up) are plain C, as in CMake.
       [[ $src == *.c ]] && compile=(gcc $flags -fasynchronous-unwind-tables)
@@ -144,18 +146,53 @@ run_kind() {
     fi
   fi
   local config log status
-  for config in noshim fixed adaptive adaptive-1pipe; do
+  local conf=$logs/reload.conf rewriter
+  for config in noshim fixed adaptive adaptive-1pipe reload; do
     log=$logs/stress-$config.log
-    local env_args=(env -u LD_PRELOAD "$opts_var=$opts" REL_CONFIG="$config") prog=$shimmed pipes=4
+    local env_args=(env -u LD_PRELOAD "$opts_var=$opts" REL_CONFIG="$config" PIPESPIN_CONFIG=) prog=$shimmed pipes=4
+    rewriter=""
     case "$config" in
       noshim) prog=$stress ;;
       fixed) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 "${preload[@]}") ;;
       adaptive*) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000 "${preload[@]}") ;;
+      reload)
+        # Live reloads while every thread spins and blocks: the config file
+        # flips between fixed and adaptive and two budgets, re-checked
+        # every 1 ms, so configure() runs under the readers' feet.
+        # Statistics lines every second as well: written while reloads
+        # re-settle what they report.
+        local extra="stats = $logs/reload.stats\nstats_interval = 1\n"
+        rm -f "$logs/reload.stats"
+        printf "log = info\nreload_ms = 1\nmode = fixed\nspin_us = 1000000\n$extra" >"$conf"
+        chmod 644 "$conf"
+        env_args+=(PIPESPIN_CONFIG="$conf" "${preload[@]}")
+        (
+          i=0
+          while :; do
+            if ((i % 2)); then m=adaptive us=200; else m=fixed us=1000000; fi
+            printf "log = info\nreload_ms = 1\nmode = %s\nspin_us = %s\n$extra" $m $us >"$conf.new"
+            chmod 644 "$conf.new"
+            mv "$conf.new" "$conf"
+            i=$((i + 1))
+            sleep 0.02  # pacing only: any interleaving with the readers is fine
+          done
+        ) &
+        rewriter=$!
+        ;;
     esac
     [[ $config == adaptive-1pipe ]] && pipes=1
     note "$kind: stress, $config, ${seconds} s"
     timeout 300 "${env_args[@]}" "$prog" "$seconds" "$pipes" >"$log" 2>&1
     status=$?
+    if [[ -n $rewriter ]]; then
+      kill "$rewriter"
+      wait "$rewriter" 2>/dev/null
+    fi
+    if [[ $status -eq 0 && $config == reload ]] &&
+       ! grep -qE '^pipespin: info: exit pid=[0-9]+ settings: .* reloads=[1-9]' "$log"; then
+      fail "$kind: stress reload: no reload happened (see $log)"
+      continue
+    fi
     if [[ $status -ne 0 ]]; then
       tail -60 "$log" >&2
       fail "$kind: stress $config exited with status $status (see $log)"
@@ -168,6 +205,8 @@ run_kind() {
     else
       note "$kind: stress $config passed: $(grep -E '^ok:' "$log" | head -1)"
       grep -E '^pipespin: info: exit' "$log" | sed "s/^/sanitize.sh:   /"
+      [[ $config == reload ]] &&
+        note "$kind: stress reload: $(grep -c . "$logs/reload.stats" 2>/dev/null) statistics lines"
     fi
   done
 }

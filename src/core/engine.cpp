@@ -218,7 +218,7 @@ bool oversubscribed(std::uint64_t now) noexcept {
         sys::close(static_cast<int>(fd));
         if (n > 0) running = parse_running(buf, n);
     }
-    const bool over = running > g_runtime.params.usable_cpus;
+    const bool over = running > g_runtime.usable_cpus.load(std::memory_order_relaxed);
     g_runtime.oversubscribed.store(over, std::memory_order_relaxed);
     return over;
 }
@@ -265,23 +265,45 @@ void maybe_stats_tick() noexcept {
     tick();
 }
 
+// The policy's budget for this fd now. In adaptive mode a budget that would
+// spin is checked against the run queue first.
+std::uint64_t budget_for(DirState& st, const PolicyParams& params) noexcept {
+    return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake);
+}
+
+bool cpu_free_for_peer(const PolicyParams& params) noexcept {
+    if (params.mode != Mode::Adaptive) return true;
+    return !oversubscribed(sys::now_ns());
+}
+
 // Nothing in this process can spin in this direction: no call ever takes
-// the slow path, so every call on a tracked pipe may tick (the control arm
-// of an A/B test must report on the same schedule as the treatment).
-bool never_spins(bool dir_on) noexcept {
-    const PolicyParams& p = g_runtime.params;
+// the slow path, so every call on a tracked pipe may run the slow-path
+// hooks (the control arm of an A/B test must report on the same schedule as
+// the treatment, and a process in mode off must notice a retuned config).
+bool never_spins(bool dir_on, const PolicyParams& p) noexcept {
     return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2;
 }
 
-// The policy's budget for this fd now. In adaptive mode a budget that would
-// spin is checked against the run queue first.
-std::uint64_t budget_for(DirState& st) noexcept {
-    return SpinPolicy::budget_ns(st.policy, g_runtime.params, g_runtime.wake);
+// The live re-check, at most every reload_ms per process: one thread wins
+// the slot, the others go on at once. A coarse clock (a few ns, no syscall)
+// is enough for a period in milliseconds.
+void maybe_reload() noexcept {
+    const ReloadHook hook = g_runtime.reload_hook.load(std::memory_order_acquire);
+    if (hook == nullptr) return;
+    const std::uint64_t period_ms = g_runtime.reload_ms.load(std::memory_order_relaxed);
+    if (period_ms == 0) return;
+    const std::uint64_t now = sys::coarse_ns();
+    std::uint64_t next = g_runtime.reload_next_ns.load(std::memory_order_relaxed);
+    if (now < next || !g_runtime.reload_next_ns.compare_exchange_strong(
+                          next, now + period_ms * 1'000'000u, std::memory_order_relaxed))
+        return;
+    hook();
 }
 
-bool cpu_free_for_peer() noexcept {
-    if (g_runtime.params.mode != Mode::Adaptive) return true;
-    return !oversubscribed(sys::now_ns());
+// A call is about to spin or block (or nothing spins, see never_spins).
+void slow_path_hooks() noexcept {
+    maybe_stats_tick();
+    maybe_reload();
 }
 
 // Shared by read and write: one look; if the fd would block and is in
@@ -297,15 +319,16 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
     Plan plan;
     plan.dir = &st;
     plan.ctr = &st;
-    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)];
-    const std::uint64_t budget = dir_on ? budget_for(st) : 0;
+    const PolicyParams params = g_runtime.params();
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
     if (budget == 0) {
-        if (never_spins(dir_on)) maybe_stats_tick();
+        if (never_spins(dir_on, params)) slow_path_hooks();
         return plan;
     }
 
     const bool reading = dir == Dir::Read;
-    const Probe probe = g_runtime.probe;
+    const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
     // Up to PIPE_BUF a pipe write is all or nothing, so a non-blocking try
     // either is the complete answer or changed nothing; larger writes may
     // be split, so they are only probed.
@@ -330,8 +353,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
             break;
     }
     // The fd would block now: the slow path.
-    maybe_stats_tick();
-    if (!cpu_free_for_peer()) {
+    slow_path_hooks();
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
@@ -384,14 +407,42 @@ FdTable& fd_table() noexcept {
     return g_table;
 }
 
+PolicyParams Runtime::params() const noexcept {
+    PolicyParams p;
+    p.mode = mode.load(std::memory_order_relaxed);
+    p.max_spin_ns = max_spin_ns.load(std::memory_order_relaxed);
+    p.usable_cpus = usable_cpus.load(std::memory_order_relaxed);
+    return p;
+}
+
 void configure(const Options& o, int usable_cpus) noexcept {
-    g_runtime.params.mode = o.mode();
-    g_runtime.params.max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
-    g_runtime.params.usable_cpus = usable_cpus;
-    g_runtime.probe = o.probe();
-    g_runtime.spin_dir[static_cast<int>(Dir::Read)] = o.spin_read != 0;
-    g_runtime.spin_dir[static_cast<int>(Dir::Write)] = o.spin_write != 0;
-    g_runtime.spin_poll = o.spin_poll != 0;
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    const std::uint64_t max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
+    const bool mode_changed = g_runtime.mode.exchange(o.mode(), kRelaxed) != o.mode();
+    const bool ceiling_changed =
+        g_runtime.max_spin_ns.exchange(max_spin_ns, kRelaxed) != max_spin_ns;
+    const bool relearn = mode_changed || ceiling_changed;
+    g_runtime.usable_cpus.store(usable_cpus, kRelaxed);
+    g_runtime.probe.store(o.probe(), kRelaxed);
+    g_runtime.spin_dir[static_cast<int>(Dir::Read)].store(o.spin_read != 0, kRelaxed);
+    g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
+    g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
+    g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
+    g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
+                                   kRelaxed);
+    if (relearn) {
+        // What adaptive mode measured was under other settings. Threads in
+        // a call meanwhile may write a stale field back: that costs one
+        // epoch's accuracy, never correctness.
+        const int top = g_table.high_water();
+        for (int fd = 0; fd < top; ++fd)
+            for (DirState& st : g_table.slot(fd)->dir) st.policy.reset();
+        g_runtime.wake.reset();
+    }
+}
+
+void set_reload_hook(ReloadHook hook) noexcept {
+    g_runtime.reload_hook.store(hook, std::memory_order_release);
 }
 
 void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
@@ -412,8 +463,9 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
     if (timeout_ms == 0 || nfds == 0) return plan;
-    if (never_spins(g_runtime.spin_poll)) {
-        maybe_stats_tick();
+    const PolicyParams params = g_runtime.params();
+    if (never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) {
+        slow_path_hooks();
         return plan;
     }
     // Let the kernel look at the array first: it validates the pointer (a bad
@@ -428,7 +480,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     }
     if (r < 0) return plan;
-    maybe_stats_tick();  // nothing is ready: the slow path
+    slow_path_hooks();  // nothing is ready: the slow path
 
     auto* pfds = static_cast<sys::PollFd*>(fds);
     DirState* st = nullptr;
@@ -449,12 +501,12 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     plan.dir = st;
     plan.ctr = &ctr;
     plan.per_call = true;
-    std::uint64_t budget = budget_for(*st);
+    std::uint64_t budget = budget_for(*st, params);
     if (timeout_ms > 0)
         budget =
             std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
     if (budget == 0) return plan;
-    if (!cpu_free_for_peer()) {
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st->policy);
         return plan;
     }
@@ -499,17 +551,18 @@ constexpr std::uint64_t kNeverBlock = (1ull << (32 - 1)) | (1ull << (33 - 1));
 // ends the wait with EINTR, whatever SA_RESTART says, as for these calls in
 // the kernel.
 template <class SetLook>
-Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, std::int64_t timeout_ns,
-              const void* sigmask, const SignalMark& mark, bool answer_is_done, SetLook&& look) {
+Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParams& params,
+              std::int64_t timeout_ns, const void* sigmask, const SignalMark& mark,
+              bool answer_is_done, SetLook&& look) {
     IoCounters& ctr = g_table.process().at(kind, StatDir::Poll);
     plan.dir = &st;
     plan.ctr = &ctr;
     plan.per_call = true;
-    maybe_stats_tick();  // nothing is ready: the slow path
-    std::uint64_t budget = budget_for(st);
+    slow_path_hooks();  // nothing is ready: the slow path
+    std::uint64_t budget = budget_for(st, params);
     if (timeout_ns >= 0) budget = std::min<std::uint64_t>(budget, timeout_ns);
     if (budget == 0) return plan;
-    if (!cpu_free_for_peer()) {
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
@@ -602,9 +655,9 @@ SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
 // select, ppoll, epoll cannot spin in this process: the call passes
 // straight through (and may be the one that writes the interval line, as
 // for poll).
-bool set_waits_off() noexcept {
-    if (!never_spins(g_runtime.spin_poll)) return false;
-    maybe_stats_tick();
+bool set_waits_off(const PolicyParams& params) noexcept {
+    if (!never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) return false;
+    slow_path_hooks();
     return true;
 }
 
@@ -618,25 +671,27 @@ Plan before_ready(int fd, Dir dir, Via via) {
     plan.dir = &st;
     plan.ctr = &st;
     plan.per_call = true;
-    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)];
-    const std::uint64_t budget = dir_on ? budget_for(st) : 0;
+    const PolicyParams params = g_runtime.params();
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
     if (budget == 0) {
-        if (never_spins(dir_on)) maybe_stats_tick();
+        if (never_spins(dir_on, params)) slow_path_hooks();
         return plan;
     }
+    const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
     Hold hold{fd};
     hold.may_hold = false;
     Looker look{hold,
                 dir == Dir::Read ? sys::kPollIn : sys::kPollOut,
-                g_runtime.probe == Probe::Nowait ? Probe::Poll : g_runtime.probe,
+                probe == Probe::Nowait ? Probe::Poll : probe,
                 false,  // never the operation itself: this look must not consume
                 info,
                 nullptr,
                 0};
     const SignalMark mark;
     if (look(0) != Look::Pending) return plan;
-    maybe_stats_tick();  // the fd would block now: the slow path
-    if (!cpu_free_for_peer()) {
+    slow_path_hooks();  // the fd would block now: the slow path
+    if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
@@ -668,9 +723,10 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     Plan plan;
     plan.timeout_ns = timeout_ns;
     constexpr int kMaxFds = 1024;  // FD_SETSIZE; larger sets are left alone
+    const PolicyParams params = g_runtime.params();
     if (timeout_ns == 0 || nfds <= 0 || nfds > kMaxFds ||
         (rfds == nullptr && wfds == nullptr) ||  // select(0, 0, 0, 0, &tv): a sleep
-        set_waits_off())
+        set_waits_off(params))
         return plan;
     constexpr int kWords = kMaxFds / 64;
     const int words = (nfds + 63) / 64;
@@ -715,13 +771,14 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     const long r = look();
     if (r == -EINTR) return interrupted(plan);
     if (r != 0) return plan;  // ready, or an error: the real call says which
-    return spin_set(plan, *st, kind, Via::Select, timeout_ns, sigmask, mark, false, look);
+    return spin_set(plan, *st, kind, Via::Select, params, timeout_ns, sigmask, mark, false, look);
 }
 
 Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask) {
     Plan plan;
     plan.timeout_ns = timeout_ns;
-    if (timeout_ns == 0 || nfds == 0 || set_waits_off()) return plan;
+    const PolicyParams params = g_runtime.params();
+    if (timeout_ns == 0 || nfds == 0 || set_waits_off(params)) return plan;
     // The kernel looks first: it validates the array and the mask.
     const SignalMark mark;
     const long r = sys::ppoll0(fds, nfds, sigmask);
@@ -730,7 +787,7 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     if (r < 0) return plan;
     const SetPipe pipe = first_pipe_in_pollfds(fds, nfds);
     if (pipe.st == nullptr) return plan;
-    return spin_set(plan, *pipe.st, pipe.kind, Via::Poll, timeout_ns, sigmask, mark, true,
+    return spin_set(plan, *pipe.st, pipe.kind, Via::Poll, params, timeout_ns, sigmask, mark, true,
                     [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
 }
 
@@ -759,7 +816,8 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
                        const void* sigmask) {
     Plan plan;
     plan.timeout_ns = timeout_ns;
-    if (timeout_ns == 0 || maxevents <= 0 || set_waits_off() || g_table.slot(epfd) == nullptr)
+    const PolicyParams params = g_runtime.params();
+    if (timeout_ns == 0 || maxevents <= 0 || set_waits_off(params) || g_table.slot(epfd) == nullptr)
         return plan;
     Dir dir;
     const int fd = watched_pipe(epfd, g_epoll_watch[epfd].load(std::memory_order_acquire), &dir);
@@ -771,7 +829,7 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], info.kind(), Via::Epoll,
+    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], info.kind(), Via::Epoll, params,
                     timeout_ns, sigmask, mark, true,
                     [&]() noexcept { return sys::epoll_pwait0(epfd, events, maxevents, sigmask); });
 }
@@ -785,13 +843,14 @@ void end_wait(Plan& plan) noexcept {
 void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
+    const PolicyParams params = g_runtime.params();
     if (plan.obs.spun) {
         if (plan.action == Plan::Action::Call) {
             plan.obs.block_ns = sys::now_ns() - plan.t_call;
             if (plan.ctr != nullptr)
                 plan.ctr->sleep_ns.fetch_add(plan.obs.block_ns, std::memory_order_relaxed);
         }
-        SpinPolicy::on_wait(ps, g_runtime.params, g_runtime.wake, plan.obs);
+        SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs);
     }
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
@@ -800,7 +859,7 @@ void after_call(Plan& plan, long result) noexcept {
         bump(plan.ctr->calls);
         if (!plan.per_call && result > 0) bump(plan.ctr->bytes, progress);
     }
-    SpinPolicy::on_call(ps, g_runtime.params, progress, sys::now_ns);
+    SpinPolicy::on_call(ps, params, progress, sys::now_ns);
 }
 
 void stats_snapshot(StatsSnapshot& out) noexcept {

@@ -44,35 +44,54 @@ struct Plan {
     std::uint64_t old_mask = 0;
 };
 
-// Statistics lines every stats_interval seconds: the interpose layer
-// registers a writer; the engine calls it at most once per period per
-// process, from a call on a tracked pipe that is about to spin or block (or,
-// when nothing in the process spins, from any call on a tracked pipe).
+// Two slow-path hooks the interpose layer registers, each called at most
+// once per its period per process, from a call on a tracked pipe that is
+// about to spin or block (or, when nothing in the process spins in that
+// direction, from any call on a tracked pipe), never from a call that found
+// its pipe ready:
+//  - statistics lines every stats_interval seconds;
+//  - live retuning every reload_ms: look for a changed config file and, if
+//    it changed, apply it (configure()).
 using StatsTick = void (*)() noexcept;
+using ReloadHook = void (*)() noexcept;
 
 // Process-wide settings, constant-initialised so that calls arriving before
-// the shim's constructor find sane values.
+// the shim's constructor find sane values. configure() rewrites them while
+// other threads read them (a live reload), so every field is a relaxed
+// atomic: a call that began under the old values may finish under them.
 struct Runtime {
-    PolicyParams params;
-    Probe probe = Probe::Nowait;
-    bool spin_dir[2] = {true, true};  // spin_read, spin_write (indexed by Dir)
-    bool spin_poll = true;            // spin in poll/select/epoll
+    std::atomic<Mode> mode{Mode::Fixed};
+    std::atomic<std::uint64_t> max_spin_ns{50'000};
+    std::atomic<int> usable_cpus{2};
+    std::atomic<Probe> probe{Probe::Nowait};
+    std::atomic<bool> spin_dir[2] = {true, true};  // spin_read, spin_write (indexed by Dir)
+    std::atomic<bool> spin_poll{true};             // spin in poll/select/epoll
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
     std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
     std::atomic<std::uint64_t> stats_period_ns{0};
     std::atomic<std::uint64_t> stats_next_ns{0};
+    std::atomic<std::uint32_t> reload_ms{0};  // 0: no re-checks
+    std::atomic<std::uint64_t> reload_next_ns{0};
+    std::atomic<ReloadHook> reload_hook{nullptr};
+
+    // The policy's view of the settings now.
+    PolicyParams params() const noexcept;
 };
 Runtime& runtime() noexcept;
 // The fd table: all zeros at start, so it lives in .bss and costs no page
 // until an fd is used.
 FdTable& fd_table() noexcept;
 
-// Applies resolved options (at start-up; later on live retune).
+// Applies resolved options to every fd (at start-up and on a live reload).
+// A change of mode or spin_us restarts what adaptive mode learnt.
 void configure(const Options& o, int usable_cpus) noexcept;
 // Registers (or, with null or a zero period, removes) the interval writer.
 void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
+// Registers (or, with null, removes) the live re-check; its period is
+// reload_ms, set by configure().
+void set_reload_hook(ReloadHook hook) noexcept;
 
 Plan before_read(int fd, void* buf, std::size_t n);
 Plan before_write(int fd, const void* buf, std::size_t n);

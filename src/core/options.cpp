@@ -1,7 +1,6 @@
 #include "core/options.h"
 
-#include <cstdio>
-#include <cstring>
+#include "core/out.h"
 
 namespace pipespin {
 namespace {
@@ -32,10 +31,13 @@ constexpr OptionSpec kTable[] = {
            "before every blocking pipe wait; adaptive: learn per fd whether spinning pays, "
            "under spin_us (docs/policy.md)"),
     number("spin_us", &Options::spin_us, 0, 1000000, "µs",
-           "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning"),
+           "spin budget per wait (fixed) or its ceiling (adaptive); 0 disables spinning. Raise "
+           "it when peers answer in tens of µs (a VM's wake-up costs 20-40 µs); lower it when "
+           "CPU time matters more than latency"),
     choice("probe", &Options::probe_v, kProbes,
            "how a spin looks at the pipe: nowait (preadv2/pwritev2 RWF_NOWAIT, then poll), "
-           "poll (zero-timeout poll), fionread (ioctl FIONREAD; takes the pipe mutex)"),
+           "poll (zero-timeout poll), fionread (ioctl FIONREAD; takes the pipe mutex); leave it "
+           "at nowait unless a benchmark on the host says otherwise"),
     choice("spin_read", &Options::spin_read, kSwitch,
            "spin before a read from an empty pipe (read, readv, stdio refills); off when "
            "only the writer side should spin"),
@@ -46,9 +48,11 @@ constexpr OptionSpec kTable[] = {
            "spin in poll, select and epoll waits that watch a pipe; off for event loops "
            "that mostly wait on sockets"),
     choice("log", &Options::log_v, kLevels,
-           "what the shim reports (off|error|warn|info|debug); info adds an exit summary"),
+           "what the shim reports: warnings by default; info adds an exit summary per "
+           "process, debug the resolved settings at start-up; off silences even warnings"),
     text("log_file", &Options::log_file, "stderr|PATH",
-         "where the shim's messages go: stderr, or a file they are appended to"),
+         "where the shim's messages go: stderr, or a file they are appended to (created "
+         "0600, never through a symlink), for programs whose stderr must stay clean"),
     text("stats", &Options::stats, "stderr|PATH",
          "where each process appends its statistics as one JSON line at exit (a path may "
          "hold %p for the pid); empty: no statistics"),
@@ -61,7 +65,8 @@ constexpr OptionSpec kTable[] = {
     number("ab_seed", &Options::ab_seed, 0, 4294967295u, "",
            "with the pid, decides each process's A/B arm; change it to draw new arms"),
     number("reload_ms", &Options::reload_ms, 0, 3600000, "ms",
-           "how often a running process looks for a changed config file; 0: never"),
+           "how often, at most, a running process looks for a changed config file (one "
+           "stat, from a pipe wait); 0: never. The delay before a change applies"),
 };
 static_assert(std::size(kTable) == kOptionCount);
 
@@ -84,61 +89,6 @@ bool iequals(std::string_view a, std::string_view b) {
         if (lower(a[i]) != lower(b[i])) return false;
     return true;
 }
-
-// A bounded writer into a fixed buffer: never overflows, always terminated.
-struct Out {
-    char* buf;
-    std::size_t size;
-    std::size_t len = 0;
-    void put(std::string_view s) {
-        for (char c : s) {
-            if (len + 1 >= size) break;
-            buf[len++] = c;
-        }
-        if (size) buf[len < size ? len : size - 1] = '\0';
-    }
-    void num(std::uint64_t v) {
-        char tmp[24];
-        std::snprintf(tmp, sizeof tmp, "%llu", static_cast<unsigned long long>(v));
-        put(tmp);
-    }
-    // Shown in messages: bounded and printable, whatever the input was.
-    void printable(std::string_view s) {
-        char tmp[8];
-        for (char c : s.substr(0, 64)) {
-            auto u = static_cast<unsigned char>(c);
-            if (u >= 0x20 && u < 0x7f) {
-                put(std::string_view(&c, 1));
-            } else {
-                std::snprintf(tmp, sizeof tmp, "\\x%02x", u);
-                put(tmp);
-            }
-        }
-        if (s.size() > 64) put("...");
-    }
-    void value(const OptionSpec& spec, std::uint32_t v) {
-        if (spec.kind == OptionKind::Number)
-            num(v);
-        else
-            put(v < spec.choices.size() ? spec.choices[v] : "?");
-    }
-    void accepted(const OptionSpec& spec) {
-        if (spec.kind == OptionKind::Text) {
-            put(spec.unit);
-            return;
-        }
-        if (spec.kind == OptionKind::Number) {
-            num(spec.min);
-            put("..");
-            num(spec.max);
-            return;
-        }
-        for (std::size_t i = 0; i < spec.choices.size(); ++i) {
-            if (i) put("|");
-            put(spec.choices[i]);
-        }
-    }
-};
 
 }  // namespace
 
@@ -245,8 +195,8 @@ void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_vi
     o.value(spec, used);
 }
 
-ParseStatus apply_option(const OptionSpec& spec, std::string_view text, Options& options,
-                         char* why, std::size_t why_size) noexcept {
+ParseStatus apply_option(const OptionSpec& spec, std::string_view text, Options& options, char* why,
+                         std::size_t why_size) noexcept {
     if (why != nullptr && why_size) why[0] = '\0';
     if (spec.kind != OptionKind::Text) {
         std::uint32_t& slot = options.*spec.field;

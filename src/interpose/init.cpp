@@ -1,10 +1,11 @@
 // Start-up and exit of the shim inside the host process.
 //
-// The constructor resolves the real functions, reads the configuration and
-// only then engages the wrappers. Any failure leaves the shim in plain
-// pass-through with one warning; it never aborts or exits the host. Nothing
-// here allocates: a process with nothing to report pays for a few getenv
-// calls and one sched_getaffinity.
+// The constructor resolves the real functions, reads the configuration
+// (interpose/settings.h) and only then engages the wrappers. Any failure
+// leaves the shim in plain pass-through with one warning; it never aborts or
+// exits the host. Nothing here allocates: a process with nothing to report
+// and no config file pays for a few getenv calls, one failed stat of
+// /etc/pipespin.conf and one sched_getaffinity.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -16,25 +17,14 @@
 #include "core/options.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/settings.h"
 #include "interpose/stats.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
 namespace {
 
-const char* secure_env(const char* name, void*) {
-    return ::secure_getenv(name);
-}
-
 constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
-
-// The A/B arm and the statistics: after every resolution of the options
-// (a live reload must call this too, before configure()). `ab` counts as
-// configured when any source set it.
-Arm settle_stats_and_arm(Options& options, const EnvSources& sources) {
-    const bool ab_configured = sources.from_env[option_index(*find_option("ab"))];
-    return stats_resolve(options, ab_configured);
-}
 
 // The per-process summary at info level: one line per direction, and one
 // with the spins per hook family.
@@ -55,6 +45,12 @@ void exit_report() noexcept {
                       static_cast<unsigned long long>(t.calls));
         report::write(LogLevel::Info, line);
     }
+    // What the process ended with (a live reload may have changed it).
+    const Runtime& rt = runtime();
+    std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
+                  ::getpid(), kModeNames[static_cast<int>(rt.mode.load())],
+                  static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
+    report::write(LogLevel::Info, line);
     // Which hooks the spins came through: spins/hits per family.
     int n = std::snprintf(line, sizeof line, "exit pid=%d spins by hook:", ::getpid());
     for (int v = 0; v < kViaCount && n > 0 && static_cast<std::size_t>(n) < sizeof line; ++v) {
@@ -79,23 +75,22 @@ __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
     const char* missing = resolve_all();
     Options options;
-    EnvProblems problems;
-    EnvSources sources;
+    OptionSources sources;
     stats_start();
-    read_env(secure_env, nullptr, options, problems, sources);
-    const Arm arm = settle_stats_and_arm(options, sources);
-    report::set_level(options.log());
-    for (std::size_t i = 0; i < problems.count; ++i)
-        report::write(LogLevel::Warn, problems.lines[i]);
+    resolve_startup_options(options, sources);
     char line[256];
     if (missing != nullptr) {
+        report::set_level(options.log());
+        report::set_log_file(options.log_file.view());
+        report_problems(true);
         std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through",
                       missing);
         report::write(LogLevel::Warn, line);
         return;
     }
+    const Arm arm = apply_options(options, sources);
+    report_problems(true);
     const int cpus = sys::usable_cpus();
-    configure(options, cpus);
     if (cpus < 2 && options.mode() != Mode::Off)
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {
@@ -103,10 +98,15 @@ __attribute__((constructor)) void pipespin_init() {
                       kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus,
                       arm_name(arm).data());
         report::write(LogLevel::Debug, line);
+        report_resolved(options, sources, true);
     }
+    watch_config();
     // No lock is ever held across fork; but a reference another thread held
     // to a pipe (see engine.cpp, Hold) must not live on in the child.
-    pthread_atfork(nullptr, nullptr, [] { close_holds_after_fork(); });
+    pthread_atfork(nullptr, nullptr, [] {
+        close_holds_after_fork();
+        settings_after_fork();
+    });
     g_ready.store(true, std::memory_order_release);
 }
 

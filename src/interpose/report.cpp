@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "interpose/real.h"
@@ -11,7 +12,7 @@
 namespace pipespin::report {
 namespace {
 
-using LogFn = int (*)(int, const char*) noexcept;
+using LogFn = int (*)(int, int, const char*) noexcept;
 
 std::atomic<std::uint32_t> g_level{static_cast<std::uint32_t>(LogLevel::Warn)};
 std::atomic<int> g_warnings{0};
@@ -39,12 +40,12 @@ LogFn sink() noexcept {
             handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         }
     }
-    if (handle != nullptr) g_sink = reinterpret_cast<LogFn>(dlsym(handle, "pipespin_log_v1"));
+    if (handle != nullptr) g_sink = reinterpret_cast<LogFn>(dlsym(handle, "pipespin_log_fd_v1"));
     g_state.store(g_sink != nullptr ? 1 : 2, std::memory_order_release);
     return g_sink;
 }
 
-void fallback(LogLevel level, const char* message) noexcept {
+void fallback(int fd, LogLevel level, const char* message) noexcept {
     static constexpr const char* kNames[] = {"off", "error", "warning", "info", "debug"};
     char line[1024];
     std::size_t n = 0;
@@ -57,10 +58,62 @@ void fallback(LogLevel level, const char* message) noexcept {
     put(": ");
     put(message);
     line[n++] = '\n';
-    sys::write(2, line, n);
+    sys::write(fd, line, n);
+}
+
+// The log file's path ("" for stderr), under a sequence lock: a reload may
+// change it while another thread writes a message. Byte-wise atomics keep
+// the race defined; a reader retries until it saw one whole version (and
+// gives up for stderr if the writer was interrupted on its own thread).
+constexpr std::size_t kPathMax = sizeof(TextValue::s);
+std::atomic<std::uint32_t> g_path_seq{0};
+std::atomic<char> g_path[kPathMax];
+std::atomic<bool> g_path_warned{false};
+
+void read_path(char (&out)[kPathMax]) noexcept {
+    out[0] = '\0';
+    for (int tries = 0; tries < 10000; ++tries) {
+        const std::uint32_t before = g_path_seq.load(std::memory_order_acquire);
+        if (before & 1) continue;
+        for (std::size_t i = 0; i < kPathMax; ++i)
+            out[i] = g_path[i].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (g_path_seq.load(std::memory_order_relaxed) == before) {
+            out[kPathMax - 1] = '\0';
+            return;
+        }
+    }
+    out[0] = '\0';
+}
+
+// The fd this message goes to: 2, or the log file opened for it (closed by
+// the caller). Warns on stderr once when the file cannot be opened.
+int open_destination() noexcept {
+    char path[kPathMax];
+    read_path(path);
+    if (path[0] == '\0') return 2;
+    const long fd = sys::open_append(path);
+    if (fd >= 0) return static_cast<int>(fd);
+    if (!g_path_warned.exchange(true)) {
+        char line[kPathMax + 96];
+        std::snprintf(line, sizeof line,
+                      "cannot open log_file '%s' (errno %ld); messages go to stderr", path, -fd);
+        fallback(2, LogLevel::Warn, line);
+    }
+    return 2;
 }
 
 }  // namespace
+
+void set_log_file(std::string_view path) noexcept {
+    if (path == "stderr") path = {};
+    if (path.size() >= kPathMax) path = std::string_view(path.data(), kPathMax - 1);
+    g_path_seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
+    for (std::size_t i = 0; i < kPathMax; ++i)
+        g_path[i].store(i < path.size() ? path[i] : '\0', std::memory_order_relaxed);
+    g_path_seq.fetch_add(1, std::memory_order_release);
+    g_path_warned.store(false);
+}
 
 void set_level(LogLevel level) noexcept {
     g_level.store(static_cast<std::uint32_t>(level));
@@ -70,7 +123,7 @@ bool enabled(LogLevel l) noexcept {
     return l != LogLevel::Off && static_cast<std::uint32_t>(l) <= g_level.load();
 }
 
-void write(LogLevel level, const char* message) noexcept {
+void write(LogLevel level, const char* message, bool may_load) noexcept {
     if (!enabled(level)) return;
     if (level == LogLevel::Warn) {
         int n = g_warnings.fetch_add(1);
@@ -78,8 +131,13 @@ void write(LogLevel level, const char* message) noexcept {
         if (n == kMaxWarnings) message = "further warnings suppressed";
     }
     interpose::BusyScope busy;  // the sink's own I/O must not come back here
-    LogFn fn = sink();
-    if (fn == nullptr || fn(static_cast<int>(level), message) != 0) fallback(level, message);
+    const int fd = open_destination();
+    // Inside a program's call only raw syscalls: no dlopen, no lock, no
+    // cancellation point (the line is the same).
+    LogFn fn = may_load ? sink() : nullptr;
+    if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0)
+        fallback(fd, level, message);
+    if (fd != 2) sys::close(fd);
 }
 
 }  // namespace pipespin::report

@@ -3,10 +3,18 @@
 //
 // The spdlog sink lives in libpipespin-log.so beside libpipespin.so and is
 // loaded on the first message that passes the level, so a process with
-// nothing to say never pays for it. If it cannot be loaded, messages go to
-// stderr with a plain write(2) in the same format. Warnings are capped per
+// nothing to say never pays for it. If it cannot be loaded, messages go out
+// with a plain write(2) in the same format. Warnings are capped per
 // process. Lines read "pipespin: <level>: <text>".
+//
+// Destination (log_file): stderr, or a file each message is appended to. The
+// file is opened for each message (O_APPEND | O_CREAT | O_NOFOLLOW |
+// O_CLOEXEC, mode 0600) and closed again, so the shim keeps no fd open in the
+// host program that the program could close, reuse or inherit. If it cannot
+// be opened, the message goes to stderr, with one warning saying why.
 #pragma once
+
+#include <string_view>
 
 #include "core/options.h"
 
@@ -14,6 +22,11 @@ namespace pipespin::report {
 
 void set_level(LogLevel level) noexcept;
 bool enabled(LogLevel level) noexcept;
-void write(LogLevel level, const char* message) noexcept;
+// "stderr" or "" for stderr, else a path. Safe against concurrent write().
+void set_log_file(std::string_view path) noexcept;
+// may_load: false from inside a program's call (a live reload): the line is
+// written with a raw write(2), never through the sink (no dlopen, no lock,
+// no cancellation point there).
+void write(LogLevel level, const char* message, bool may_load = true) noexcept;
 
 }  // namespace pipespin::report

@@ -20,9 +20,22 @@ constexpr auto kRelaxed = std::memory_order_relaxed;
 
 // Written at start-up, at a reload and in a fork child; read by the writers.
 std::atomic<bool> g_enabled{false};
-TextValue g_dest;
-Options g_config;  // the resolved configuration, before the arm
-Arm g_arm = Arm::None;
+// Where the lines go, the resolved configuration they report (before the
+// arm) and the arm, as the last resolution settled them. A live reload runs
+// while other threads may be writing a line, so it fills the slot the
+// writers are not using and then switches them over (a writer takes the
+// index once per line; only a line rendered across two reloads, reload_ms
+// apart, could see a slot change under it).
+struct Settled {
+    TextValue dest;
+    Options config;
+    Arm arm = Arm::None;
+};
+Settled g_settled[2];
+std::atomic<int> g_current{0};
+const Settled& settled() noexcept {
+    return g_settled[g_current.load(std::memory_order_acquire)];
+}
 std::int64_t g_pid = 0;  // whose counters these are
 char g_program[64] = "";
 std::uint64_t g_start_ns = 0;  // monotonic
@@ -65,12 +78,12 @@ void interval_tick() noexcept {
 // One line, one write(2). The destination is opened for each line: nothing
 // stays open in the host, and a file removed (rotated) meanwhile is created
 // afresh. O_NONBLOCK: a FIFO without a reader must not hang the host.
-int write_line(const char* line, std::size_t n) noexcept {
+int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept {
     int fd = 2;
     bool opened = false;
-    if (g_dest.view() != "stderr") {
+    if (dest.view() != "stderr") {
         char path[sizeof(TextValue::s) + 32];
-        if (!expand_stats_path(g_dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
+        if (!expand_stats_path(dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
         long r = sys::raw(
             SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
@@ -100,15 +113,24 @@ void stats_start() noexcept {
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
-    g_config = options;
-    g_arm = settle_arm(g_arm, ab_configured, options, static_cast<std::uint32_t>(g_pid));
-    apply_arm(options, g_arm);
-    g_dest = options.stats;
+    const int cur = g_current.load(std::memory_order_relaxed);
+    Settled& next = g_settled[1 - cur];
+    next.config = options;
+    next.arm =
+        settle_arm(g_settled[cur].arm, ab_configured, options, static_cast<std::uint32_t>(g_pid));
+    apply_arm(options, next.arm);
+    next.dest = options.stats;
+    g_current.store(1 - cur, std::memory_order_release);
     g_enabled.store(!options.stats.empty(), std::memory_order_release);
-    set_stats_tick(interval_tick, options.stats.empty()
-                                      ? 0
-                                      : std::uint64_t{options.stats_interval} * 1'000'000'000u);
-    return g_arm;
+    // A reload that leaves the interval as it was keeps its schedule:
+    // frequent reloads must not keep pushing the next line away.
+    const std::uint64_t period =
+        options.stats.empty() ? 0 : std::uint64_t{options.stats_interval} * 1'000'000'000u;
+    const Runtime& rt = runtime();
+    const bool ticking = rt.stats_tick.load(std::memory_order_relaxed) != nullptr;
+    if (period != rt.stats_period_ns.load(kRelaxed) || (period != 0) != ticking)
+        set_stats_tick(interval_tick, period);
+    return next.arm;
 }
 
 void stats_write(StatsEvent event) noexcept {
@@ -116,6 +138,7 @@ void stats_write(StatsEvent event) noexcept {
     // A vfork child, or one made by clone() or _Fork() without fork's
     // handlers, shares or copied its parent's counters: not its to report.
     if (sys::raw(SYS_getpid) != g_pid) return;
+    const Settled& now = settled();
     StatsSnapshot snap;
     stats_snapshot(snap);
     StatsHeader h;
@@ -123,14 +146,14 @@ void stats_write(StatsEvent event) noexcept {
     h.ppid = sys::raw(SYS_getppid);
     h.program = g_program;
     h.event = event;
-    h.arm = g_arm;
+    h.arm = now.arm;
     h.start_unix_us = g_start_unix_us;
     h.wall_us = (sys::now_ns() - g_start_ns) / 1000u;
     h.seq = g_seq.fetch_add(1, kRelaxed);
     char line[kStatsLineMax + 1];
-    const std::size_t n = render_stats_line(line, sizeof line, h, g_config, snap);
+    const std::size_t n = render_stats_line(line, sizeof line, h, now.config, snap);
     if (n == 0) return;
-    if (int err = write_line(line, n); err != 0) g_last_errno.store(err, kRelaxed);
+    if (int err = write_line(now.dest, line, n); err != 0) g_last_errno.store(err, kRelaxed);
 }
 
 void stats_exit() noexcept {
@@ -142,14 +165,14 @@ void stats_exit() noexcept {
 }
 
 bool stats_to_stderr() noexcept {
-    return g_enabled.load(std::memory_order_acquire) && g_dest.view() == "stderr";
+    return g_enabled.load(std::memory_order_acquire) && settled().dest.view() == "stderr";
 }
 
 void stats_report_problems() noexcept {
     const int err = g_last_errno.load(kRelaxed);
     if (err == 0) return;
     char line[384];
-    std::snprintf(line, sizeof line, "cannot write statistics to '%s': %s", g_dest.s,
+    std::snprintf(line, sizeof line, "cannot write statistics to '%s': %s", settled().dest.s,
                   strerrorname_np(err) != nullptr ? strerrorname_np(err) : "error");
     report::write(LogLevel::Warn, line);
 }

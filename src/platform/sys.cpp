@@ -138,6 +138,53 @@ long sched_yield() noexcept {
     return raw(SYS_sched_yield);
 }
 
+namespace {
+long statx_into(int dirfd, const char* path, int flags, FileInfo& info) noexcept {
+    struct statx sx {};
+    long r = raw(SYS_statx, dirfd, reinterpret_cast<long>(path), flags, STATX_BASIC_STATS,
+                 reinterpret_cast<long>(&sx));
+    if (r < 0) return r;
+    info.dev = (static_cast<std::uint64_t>(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
+    info.ino = sx.stx_ino;
+    info.size = sx.stx_size;
+    info.mtime_s = sx.stx_mtime.tv_sec;
+    info.mtime_ns = sx.stx_mtime.tv_nsec;
+    info.ctime_s = sx.stx_ctime.tv_sec;
+    info.ctime_ns = sx.stx_ctime.tv_nsec;
+    info.mode = sx.stx_mode;
+    info.uid = sx.stx_uid;
+    info.gid = sx.stx_gid;
+    return 0;
+}
+}  // namespace
+
+long stat_path(const char* path, FileInfo& info) noexcept {
+    return statx_into(AT_FDCWD, path, 0, info);
+}
+
+long stat_fd(int fd, FileInfo& info) noexcept {
+    return statx_into(fd, "", AT_EMPTY_PATH, info);
+}
+
+long open_read(const char* path) noexcept {
+    return raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+               O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+}
+
+long open_append(const char* path) noexcept {
+    return raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+               O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+}
+
+long readlink(const char* path, char* buf, std::size_t size) noexcept {
+    return raw(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(buf),
+               static_cast<long>(size));
+}
+
+long geteuid() noexcept {
+    return raw(SYS_geteuid);
+}
+
 int usable_cpus() noexcept {
     cpu_set_t set;
     CPU_ZERO(&set);

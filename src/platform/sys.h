@@ -86,6 +86,26 @@ long read(int fd, void* buf, std::size_t n) noexcept;
 long write(int fd, const void* buf, std::size_t n) noexcept;
 long sched_yield() noexcept;
 
+// What the config loader and its live re-check need to know about a file.
+struct FileInfo {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_s = 0, ctime_s = 0;
+    std::uint32_t mtime_ns = 0, ctime_ns = 0;
+    std::uint32_t mode = 0, uid = 0, gid = 0;
+};
+// statx of a path (symlinks followed) or of an open fd; 0 or -errno.
+long stat_path(const char* path, FileInfo& info) noexcept;
+long stat_fd(int fd, FileInfo& info) noexcept;
+// open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK): a FIFO or a
+// device at the path cannot block the caller. The fd or -errno.
+long open_read(const char* path) noexcept;
+// open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+// O_NOFOLLOW, 0600): for the log file. The fd or -errno.
+long open_append(const char* path) noexcept;
+// readlink(2) without a terminating NUL: the length or -errno.
+long readlink(const char* path, char* buf, std::size_t size) noexcept;
+long geteuid() noexcept;
+
 // Monotonic nanoseconds (vDSO clock_gettime: async-signal-safe, no syscall).
 inline std::uint64_t now_ns() noexcept {
     timespec ts;

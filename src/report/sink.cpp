@@ -3,24 +3,40 @@
 // out of libpipespin.so keeps every wrapped process's start-up cheap: most
 // processes never load this library.
 //
-// Contract: exports exactly pipespin_log_v1; never throws into the caller.
-#include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_sinks.h>
+// Contract: exports exactly pipespin_log_fd_v1 and pipespin_log_v1 (the same
+// to stderr); never throws into the caller.
+#include <spdlog/details/log_msg.h>
+#include <spdlog/pattern_formatter.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <memory>
+#include <mutex>
 
 namespace {
 
-spdlog::logger& logger() {
+// Formats "pipespin: <level>: <text>" lines. The shim owns the destination
+// (stderr or the log file, see log_file) and hands over a fd per message.
+struct Formatter {
+    std::mutex mutex;
+    spdlog::pattern_formatter pattern{"pipespin: %l: %v"};
+};
+
+Formatter& formatter() {
     // Never destroyed: the exit report may run after static destructors.
-    static spdlog::logger* lg = [] {
-        auto* l = new spdlog::logger("pipespin", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-        l->set_pattern("pipespin: %l: %v");
-        l->set_level(spdlog::level::trace);
-        l->flush_on(spdlog::level::trace);
-        return l;
-    }();
-    return *lg;
+    static Formatter* f = new Formatter;
+    return *f;
+}
+
+bool write_all(int fd, const char* p, std::size_t n) {
+    while (n > 0) {
+        ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= static_cast<std::size_t>(w);
+    }
+    return true;
 }
 
 spdlog::level::level_enum to_spdlog(int level) {
@@ -40,13 +56,27 @@ spdlog::level::level_enum to_spdlog(int level) {
 
 }  // namespace
 
-// level: 1 error, 2 warn, 3 info, 4 debug (pipespin::LogLevel).
-extern "C" __attribute__((visibility("default"))) int pipespin_log_v1(
-    int level, const char* message) noexcept {
+// level: 1 error, 2 warn, 3 info, 4 debug (pipespin::LogLevel). One write
+// per line, so lines from several processes appending to one file do not
+// interleave. Returns 0, or -1 if nothing could be written.
+extern "C" __attribute__((visibility("default"))) int pipespin_log_fd_v1(
+    int fd, int level, const char* message) noexcept {
     try {
-        logger().log(to_spdlog(level), message);
-        return 0;
+        spdlog::details::log_msg msg("pipespin", to_spdlog(level), message);
+        spdlog::memory_buf_t line;
+        {
+            Formatter& f = formatter();
+            std::lock_guard lock(f.mutex);
+            f.pattern.format(msg, line);
+        }
+        return write_all(fd, line.data(), line.size()) ? 0 : -1;
     } catch (...) {
         return -1;
     }
+}
+
+// The first interface: to stderr.
+extern "C" __attribute__((visibility("default"))) int pipespin_log_v1(
+    int level, const char* message) noexcept {
+    return pipespin_log_fd_v1(2, level, message);
 }

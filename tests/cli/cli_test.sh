@@ -503,6 +503,86 @@ PY
   expect_status 127 "$pipespin" ab -- /nonexistent/cmd
 }
 
+# ---- check-config and run --print-config --------------------------------------
+
+case_check_config() {
+  printf '%s\n' '# ok' '[global]' 'spin_us = 70' '[program cat sort]' 'mode = fixed' >"$work/good.conf"
+  chmod 644 "$work/good.conf"
+  expect_status 0 "$pipespin" check-config "$work/good.conf"
+  [ ! -s "$work/err" ] || fail "a clean file gave messages"
+  grep -qE "^spin_us +70 +$work/good.conf:3$" "$work/out" || fail "spin_us and its line"
+  grep -qE '^mode +adaptive +default$' "$work/out" || fail "mode without --program"
+  grep -qE '^reload_ms +1000 +default$' "$work/out" || fail "a default"
+  expect_status 0 "$pipespin" check-config --program sort "$work/good.conf"
+  grep -qE "^mode +fixed +$work/good.conf:5$" "$work/out" || fail "mode for sort"
+  expect_in "$work/out" "program: sort"
+  expect_status 0 "$pipespin" check-config --program=/bin/cat "$work/good.conf"
+  grep -qE "^mode +fixed +$work/good.conf:5$" "$work/out" || fail "mode for /bin/cat"
+  # The environment is not the file's business.
+  PIPESPIN_SPIN_US=5 expect_status 0 "$pipespin" check-config "$work/good.conf"
+  grep -qE "^spin_us +70 " "$work/out" || fail "check-config read the environment"
+}
+
+case_check_config_errors() {
+  printf '%s\n' 'spin_us = 70' 'spin_us = lots' 'nope = 1' '[program]' >"$work/bad.conf"
+  chmod 644 "$work/bad.conf"
+  expect_status 1 "$pipespin" check-config "$work/bad.conf"
+  expect_in "$work/err" "pipespin: $work/bad.conf:2: spin_us: bad value 'lots' (expected a whole number 0..1000000); using 70"
+  expect_in "$work/err" "pipespin: $work/bad.conf:3: unknown key 'nope'; ignored"
+  expect_in "$work/err" "pipespin: $work/bad.conf:4: section [program] needs a NAME"
+  expect_in "$work/err" "pipespin: 3 problems"
+  grep -qE "^spin_us +70 +$work/bad.conf:1$" "$work/out" || fail "the table is still printed"
+  expect_status 1 "$pipespin" check-config "$work/none.conf"
+  expect_in "$work/err" "none.conf: no such file"
+  chmod 666 "$work/bad.conf"
+  expect_status 1 "$pipespin" check-config "$work/bad.conf"
+  expect_in "$work/err" "refused: writable by everybody"
+  expect_status 2 "$pipespin" check-config
+  expect_in "$work/err" "missing FILE"
+  expect_status 2 "$pipespin" check-config a b
+  expect_status 2 "$pipespin" check-config --program
+  expect_status 2 "$pipespin" check-config --frobnicate x
+}
+
+case_check_config_example() {
+  # preload.conf.example is what the table generates, to the byte.
+  local src
+  src=$(cd "$(dirname "$0")/../.." && pwd)
+  expect_status 0 "$pipespin" check-config --example
+  diff -u "$src/preload.conf.example" "$work/out" >&2 ||
+    fail "preload.conf.example is stale: regenerate it with 'pipespin check-config --example'"
+  expect_status 0 "$pipespin" check-config "$src/preload.conf.example"
+  [ ! -s "$work/err" ] || fail "the example has problems"
+}
+
+case_run_print_config() {
+  printf '%s\n' 'spin_us = 70' '[program cat]' 'mode = fixed' 'probe = poll' >"$work/r.conf"
+  chmod 644 "$work/r.conf"
+  PIPESPIN_CONFIG="$work/r.conf" PIPESPIN_PROBE=fionread \
+    expect_status 0 "$pipespin" run --print-config --spin-us 9 -- cat /nonexistent
+  expect_in "$work/out" "config:  $work/r.conf"
+  expect_in "$work/out" "program: cat"
+  grep -qE "^mode +fixed +$work/r.conf:3$" "$work/out" || fail "mode from [program cat]"
+  grep -qE '^spin_us +9 +PIPESPIN_SPIN_US$' "$work/out" || fail "the flag beats the file"
+  grep -qE '^probe +fionread +PIPESPIN_PROBE$' "$work/out" || fail "the environment beats the file"
+  # Nothing ran: cat would have failed on /nonexistent.
+  [ ! -s "$work/err" ] || fail "stderr: $(cat "$work/err")"
+  # A script runs as its interpreter.
+  printf '#!/bin/sh\necho hi\n' >"$work/script"
+  chmod 755 "$work/script"
+  printf '%s\n' '[program sh dash]' 'mode = off' >"$work/s.conf"
+  chmod 644 "$work/s.conf"
+  PIPESPIN_CONFIG="$work/s.conf" expect_status 0 "$pipespin" run --print-config "$work/script"
+  grep -qE "^mode +off +$work/s.conf:2$" "$work/out" || fail "a script is matched by its interpreter"
+  # Problems: exit status 1, warnings on stderr.
+  printf 'mode = sideways\n' >"$work/s.conf"
+  PIPESPIN_CONFIG="$work/s.conf" expect_status 1 "$pipespin" run --print-config -- true
+  expect_in "$work/err" "$work/s.conf:1: mode: bad value 'sideways'"
+  # No file at all.
+  PIPESPIN_CONFIG= expect_status 0 "$pipespin" run --print-config -- true
+  expect_in "$work/out" "config:  none"
+}
+
 declare -F "case_$case_name" >/dev/null || fail "no such case"
 "case_$case_name"
 echo "PASS ($case_name)"

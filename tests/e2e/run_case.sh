@@ -71,9 +71,11 @@ done
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-# The environment: nothing inherited from the caller's PIPESPIN_* or LD_PRELOAD.
+# The environment: nothing inherited from the caller's PIPESPIN_* or LD_PRELOAD,
+# and no config file (not even the host's /etc/pipespin.conf) unless --env sets one.
 env_args=(-u LD_PRELOAD)
 for v in $(compgen -e | grep '^PIPESPIN_'); do env_args+=(-u "$v"); done
+env_args+=(PIPESPIN_CONFIG=)
 shim=1 spins_expected=0
 case "$config" in
   noshim) shim=0 ;;

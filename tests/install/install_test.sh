@@ -101,9 +101,11 @@ case_layout() {
     local var=${line%%=*}
     expect_in "$work/page" "$(echo "${var#PIPESPIN_}" | tr A-Z a-z) = ${line#*=}"
     n=$((n + 1))
-  done < <(grep -E '^  PIPESPIN_[A-Z_]+=' "$work/help" | sed 's/^  //' | grep -v '^PIPESPIN_LIBRARY=')
+  done < <(grep -E '^  PIPESPIN_[A-Z_]+=' "$work/help" | sed 's/^  //' |
+           grep -vE '^PIPESPIN_(LIBRARY|CONFIG)=')
   [ "$n" -ge 4 ] || fail "found only $n variables in --help"
   expect_in "$work/man1" "PIPESPIN_LIBRARY="
+  expect_in "$work/man1" "PIPESPIN_CONFIG=PATH (default: /etc/pipespin.conf)"
   # The hidden helpers stay hidden.
   expect_not_in "$work/man1" "bench-worker"
   expect_not_in "$work/man1" "gen-docs"

@@ -55,8 +55,7 @@ TEST_CASE("engine: an empty pipe spins its budget, then lets the real call go", 
     after_call(plan, -EAGAIN);
 }
 
-TEST_CASE("engine: spin_read=off and spin_write=off switch off one direction only",
-          "[engine]") {
+TEST_CASE("engine: spin_read=off and spin_write=off switch off one direction only", "[engine]") {
     Options o;
     o.spin_read = 0;
     PipeFixture p(Mode::Fixed, 1, o);
@@ -116,4 +115,112 @@ TEST_CASE("engine: adaptive learns from a spun wait that outlasted its budget", 
     char c;
     Plan plan = before_read(p.fds[0], &c, 1);  // no more spinning this epoch
     CHECK_FALSE(plan.obs.spun);
+}
+
+namespace {
+
+std::atomic<int> g_reload_calls{0};
+void count_reload() noexcept {
+    g_reload_calls.fetch_add(1);
+}
+
+// Registers the counting hook. The period is an hour; a test makes it pass
+// by moving the next check to "now", so nothing depends on the clock.
+struct ReloadFixture {
+    explicit ReloadFixture() {
+        g_reload_calls = 0;
+        set_reload_hook(count_reload);
+    }
+    ~ReloadFixture() { set_reload_hook(nullptr); }
+    static void let_period_pass() { runtime().reload_next_ns.store(0); }
+};
+
+Options with_reload(Options o = {}) {
+    o.reload_ms = 3'600'000;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("engine: the reload check runs on a wait that would block, rate-limited",
+          "[engine][reload]") {
+    ReloadFixture r;
+    PipeFixture p(Mode::Fixed, 1, with_reload());
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);  // within the period: no check
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
+    CHECK(g_reload_calls == 0);
+    ReloadFixture::let_period_pass();
+    plan = before_read(p.fds[0], &c, 1);
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
+    CHECK(g_reload_calls == 1);
+    plan = before_read(p.fds[0], &c, 1);  // the next period has not passed
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
+    CHECK(g_reload_calls == 1);
+}
+
+TEST_CASE("engine: no reload check on a read that finds data", "[engine][reload]") {
+    ReloadFixture r;
+    PipeFixture p(Mode::Fixed, 1, with_reload());
+    ReloadFixture::let_period_pass();
+    REQUIRE(::write(p.fds[1], "x", 1) == 1);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Done);
+    CHECK(g_reload_calls == 0);
+}
+
+TEST_CASE("engine: with spinning off, any call on a pipe may check for a reload",
+          "[engine][reload]") {
+    ReloadFixture r;
+    PipeFixture p(Mode::Off, 1, with_reload());
+    ReloadFixture::let_period_pass();
+    REQUIRE(::write(p.fds[1], "x", 1) == 1);  // no look happens in mode off
+    char c;
+    before_read(p.fds[0], &c, 1);
+    CHECK(g_reload_calls == 1);
+}
+
+TEST_CASE("engine: reload_ms 0 never checks", "[engine][reload]") {
+    ReloadFixture r;
+    Options o;
+    o.reload_ms = 0;
+    PipeFixture p(Mode::Off, 1, o);
+    ReloadFixture::let_period_pass();
+    char c;
+    before_read(p.fds[0], &c, 1);
+    CHECK(g_reload_calls == 0);
+}
+
+TEST_CASE("engine: configure() applies to fds that already exist", "[engine][reload]") {
+    PipeFixture p(Mode::Off, 1);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK_FALSE(plan.obs.spun);
+    Options o;
+    o.mode_v = static_cast<std::uint32_t>(Mode::Fixed);
+    o.spin_us = 1;
+    configure(o, 4096);
+    plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.obs.spun);
+    if (plan.held_fd >= 0) release_hold(plan.held_fd);
+    o.spin_read = 0;  // a direction switched off
+    configure(o, 4096);
+    plan = before_read(p.fds[0], &c, 1);
+    CHECK_FALSE(plan.obs.spun);
+}
+
+TEST_CASE("engine: a change of mode restarts what adaptive learnt", "[engine][reload]") {
+    PipeFixture p(Mode::Adaptive, 1);
+    p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+    p.reader().policy.exploit_left.store(10);
+    Options o;
+    o.mode_v = static_cast<std::uint32_t>(Mode::Adaptive);
+    o.spin_us = 1;
+    configure(o, 4096);  // nothing changed: kept
+    CHECK(p.reader().policy.get_phase() == Phase::Plain);
+    o.spin_us = 2;
+    configure(o, 4096);
+    CHECK(p.reader().policy.get_phase() == Phase::TrySpin);
+    CHECK(p.reader().policy.exploit_left.load() == 0);
 }
