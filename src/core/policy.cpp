@@ -27,9 +27,10 @@ void decide(PolicyState& s) noexcept {
     const Phase winner = spin_wins ? Phase::Spin : Phase::Plain;
     // The same winner as last time: trust it longer before asking again.
     const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
-    const std::uint16_t len = confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2,
-                                                                  SpinPolicy::kExploitMax)
-                                        : SpinPolicy::kExploitMin;
+    const std::uint16_t max = spin_wins ? SpinPolicy::kExploitMaxSpin : SpinPolicy::kExploitMax;
+    const std::uint16_t len =
+        confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, max)
+                  : SpinPolicy::kExploitMin;
     s.exploit_len.store(len, kRelaxed);
     s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
     start_phase(s, winner, len);

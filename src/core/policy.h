@@ -77,7 +77,13 @@ public:
     static constexpr std::uint32_t kEpochCalls = 64;  // calls per measured epoch
     static constexpr std::uint32_t kMarginPct = 5;    // spinning must win by this much
     static constexpr std::uint16_t kExploitMin = 4;   // epochs; doubles while confirmed
-    static constexpr std::uint16_t kExploitMax = 64;
+    // A winner is trusted at most this many epochs before the next pair of
+    // measuring epochs. Spinning may be trusted longer: a spinning fd still
+    // stops within kLongWaitLimit waits when waits grow long, and each
+    // measuring pair costs a ping-pong two epochs of sleeps (one per side);
+    // a fd that does not spin must find out soon that spinning would pay.
+    static constexpr std::uint16_t kExploitMaxSpin = 256;
+    static constexpr std::uint16_t kExploitMax = 64;  // not spinning
     static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
 

@@ -171,6 +171,21 @@ TEST_CASE("streaming: spinning that breaks the kernel's batching loses", "[polic
     CHECK(sim.spins - before < static_cast<std::uint64_t>(n) / 20);
 }
 
+TEST_CASE("a fd trusted to spin notices within one exploit run that batching now wins",
+          "[policy]") {
+    Sim sim;
+    // Ping-pong long enough that spinning is trusted for its longest run.
+    sim.run(4 * (SpinPolicy::kExploitMaxSpin + 2) * SpinPolicy::kEpochCalls, kShort);
+    CHECK(sim.s.get_phase() == Phase::Spin);
+    std::function<Step(bool)> model = [](bool spinning) {
+        return spinning ? Step{2 * kUs, 100} : Step{5 * kUs, 4000};
+    };
+    // No long waits here, so only the next measuring pair can end it.
+    const int bound = (SpinPolicy::kExploitMaxSpin + 3) * SpinPolicy::kEpochCalls;
+    for (int i = 0; i < bound; ++i) sim.call({}, &model);
+    CHECK(sim.s.get_phase() == Phase::Plain);
+}
+
 TEST_CASE("calls that never wait cost no spin and no look", "[policy]") {
     Sim sim;
     sim.run(10 * SpinPolicy::kEpochCalls, Step{0, 4096});
