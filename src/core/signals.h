@@ -12,10 +12,10 @@
 
 namespace pipespin {
 
-extern thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]];
+extern constinit thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]];
 // Bumped only for handlers without SA_RESTART (a read or write they
 // interrupt fails with EINTR).
-extern thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]];
+extern constinit thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]];
 
 // SA_RESTART of the handler now installed for sig, read from the kernel
 // (siginterrupt() changes it behind any wrapper). Async-signal-safe.

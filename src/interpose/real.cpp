@@ -11,7 +11,7 @@ namespace pipespin::interpose {
 #undef PIPESPIN_HOOK
 
 std::atomic<bool> g_ready{false};
-thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
+constinit thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
 
 namespace {
 // Hooks whose absence from libc is survivable (older glibc): the wrapper

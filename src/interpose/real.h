@@ -45,7 +45,7 @@ Fn lazy(Fn& real, const char* name) noexcept {
 
 // Re-entry guard: set while the shim's own slow-path code (start-up,
 // logging, exit report) runs, so that any libc call it makes passes through.
-extern thread_local bool t_busy [[gnu::tls_model("initial-exec")]];
+extern constinit thread_local bool t_busy [[gnu::tls_model("initial-exec")]];
 
 class BusyScope {
 public:
