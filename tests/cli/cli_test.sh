@@ -10,21 +10,8 @@ library=$(realpath "$3")
 cxx=$4
 version=$5
 
-# The user's own settings must not leak into what is being checked.
-unset LD_PRELOAD PIPESPIN_LIBRARY
-for v in $(compgen -e | grep '^PIPESPIN_' || true); do unset "$v"; done
-
-work=$(mktemp -d "$PWD/cli.$case_name.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL ($case_name): $*" >&2
-  exit 1
-}
-skip() {
-  echo "SKIP ($case_name): $*"
-  exit 77
-}
+. "$(dirname "$0")/../case_lib.sh"
+case_setup "$PWD/cli"
 # expect_status WANT CMD...: runs CMD, stdout to $work/out, stderr to $work/err.
 expect_status() {
   local want=$1

@@ -15,12 +15,8 @@ lib=$2
 pingpong=$3
 retune=$4
 
-# Nothing from the caller's environment may change what is checked.
-unset LD_PRELOAD
-for v in $(compgen -e | grep '^PIPESPIN_' || true); do unset "$v"; done
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/pipespin-config.$case_name.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../case_lib.sh"
+case_setup "${TMPDIR:-/tmp}/pipespin-config"
 chmod 755 "$work"
 
 fail() {
@@ -28,10 +24,6 @@ fail() {
   echo "--- stdout:" >&2; cat "$work/out" >&2 2>/dev/null
   echo "--- stderr:" >&2; cat "$work/err" >&2 2>/dev/null
   exit 1
-}
-skip() {
-  echo "SKIP ($case_name): $*"
-  exit 77
 }
 # conf NAME: stdin into $work/NAME, mode 0644.
 conf() {

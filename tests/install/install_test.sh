@@ -12,20 +12,8 @@ multiarch=$4
 readme=$src/README.md
 snippet() { bash "$src/tests/install/snippet.sh" "$readme" "$1" || fail "README has no snippet '$1'"; }
 
-unset LD_PRELOAD PIPESPIN_LIBRARY
-for v in $(compgen -e | grep '^PIPESPIN_' || true); do unset "$v"; done
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/pipespin-install.$case_name.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAIL ($case_name): $*" >&2
-  exit 1
-}
-skip() {
-  echo "SKIP ($case_name): $*"
-  exit 77
-}
+. "$src/tests/case_lib.sh"
+case_setup "${TMPDIR:-/tmp}/pipespin-install"
 expect_in() {  # expect_in FILE TEXT
   grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not found in $(basename "$1")"; }
 }
