@@ -306,6 +306,30 @@ void slow_path_hooks() noexcept {
     maybe_reload();
 }
 
+// The fd would block now (its first look said so): the slow path's periodic
+// work, the run-queue gate, then the spin and its accounting. False when no
+// spin ran (no CPU free for the peer, or the fd is in non-blocking mode and
+// the real call must give its EAGAIN): the plan is left as it was.
+template <class Step>
+bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const SignalMark& mark,
+                std::uint64_t budget, Step& look, Hold& hold, Via via, SpinEnd& end) {
+    slow_path_hooks();
+    if (!cpu_free_for_peer(params)) {
+        SpinPolicy::on_no_cpu(st.policy);
+        return false;
+    }
+    std::uint64_t spent = 0;
+    end = spin(mark, budget, spent, look, &hold);
+    if (end == SpinEnd::NonBlocking) return false;
+    st.waits.fetch_add(1, std::memory_order_relaxed);
+    // A handler ran: with SA_RESTART the kernel would have gone on waiting.
+    if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
+    count_spin(st, plan, end, spent);
+    count_via(via, end);
+    plan.obs.budget_ns = budget;
+    return true;
+}
+
 // A read or write that cannot spin (mode off, the direction switched off)
 // still carries the periodic work, so that such a process reports its
 // interval lines and picks up a changed config file too: but only one call
@@ -361,21 +385,8 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
         case Look::Pending:
             break;
     }
-    // The fd would block now: the slow path.
-    slow_path_hooks();
-    if (!cpu_free_for_peer(params)) {
-        SpinPolicy::on_no_cpu(st.policy);
-        return plan;
-    }
-    std::uint64_t spent = 0;
-    SpinEnd end = spin(mark, budget, spent, look, &hold);
-    if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
-    st.waits.fetch_add(1, std::memory_order_relaxed);
-    // A handler ran: with SA_RESTART the kernel would have gone on waiting.
-    if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
-    count_spin(st, plan, end, spent);
-    count_via(via, end);
-    plan.obs.budget_ns = budget;
+    SpinEnd end;
+    if (!spin_on_fd(st, plan, params, mark, budget, look, hold, via, end)) return plan;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = look.result;
@@ -699,19 +710,8 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 0};
     const SignalMark mark;
     if (look(0) != Look::Pending) return plan;
-    slow_path_hooks();  // the fd would block now: the slow path
-    if (!cpu_free_for_peer(params)) {
-        SpinPolicy::on_no_cpu(st.policy);
-        return plan;
-    }
-    std::uint64_t spent = 0;
-    SpinEnd end = spin(mark, budget, spent, look, &hold);
-    if (end == SpinEnd::NonBlocking) return plan;  // the real call gives its EAGAIN
-    st.waits.fetch_add(1, std::memory_order_relaxed);
-    if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
-    count_spin(st, plan, end, spent);
-    count_via(via, end);
-    plan.obs.budget_ns = budget;
+    SpinEnd end;
+    spin_on_fd(st, plan, params, mark, budget, look, hold, via, end);
     return plan;
 }
 
