@@ -52,30 +52,6 @@ int ms_of(std::int64_t ns) {
     return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 
-// Done, Interrupted, or the real call (then the thread's mask is put back).
-template <class Call>
-int finish_set(Plan& plan, int saved_errno, Call&& call) {
-    switch (plan.action) {
-        case Plan::Action::Done:
-            after_call(plan, plan.result);
-            errno = saved_errno;
-            return static_cast<int>(plan.result);
-        case Plan::Action::Interrupted:
-            after_call(plan, -EINTR);
-            errno = EINTR;
-            return -1;
-        case Plan::Action::Call:
-            break;
-    }
-    errno = saved_errno;
-    const int r = call();
-    const int e = errno;
-    end_wait(plan);
-    if (plan.dir != nullptr) after_call(plan, r);
-    errno = e;
-    return r;
-}
-
 int do_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
     const int saved = errno;
     std::int64_t ns = tv == nullptr ? -1 : ns_of(tv->tv_sec, tv->tv_usec, 1000, 1'000'000);
@@ -91,7 +67,7 @@ int do_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
             tv->tv_usec = static_cast<suseconds_t>(left_us % 1'000'000);
         }
     }
-    return finish_set(plan, saved, [&] { return real_select(nfds, r, w, e, tv); });
+    return finish<int>(plan, -1, saved, [&](int) { return real_select(nfds, r, w, e, tv); });
 }
 
 int do_ppoll(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask) {
@@ -99,7 +75,7 @@ int do_ppoll(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask)
     const std::int64_t ns = ns_of(ts);
     if (ns == -2) return real_ppoll(fds, nfds, ts, mask);
     Plan plan = before_ppoll(fds, nfds, ns, mask);
-    return finish_set(plan, saved, [&] {
+    return finish<int>(plan, -1, saved, [&](int) {
         const timespec left = timespec_of(plan.timeout_ns);
         return real_ppoll(fds, nfds, ts != nullptr && ns < kForever ? &left : ts, mask);
     });
@@ -138,7 +114,7 @@ PIPESPIN_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const str
     const std::int64_t ns = ns_of(ts);
     if (ns == -2) return real_pselect(nfds, r, w, e, ts, mask);
     Plan plan = before_select(nfds, r, w, e, ns, mask);
-    return finish_set(plan, saved, [&] {
+    return finish<int>(plan, -1, saved, [&](int) {
         const timespec left = timespec_of(plan.timeout_ns);
         return real_pselect(nfds, r, w, e, ts != nullptr && ns < kForever ? &left : ts, mask);
     });
@@ -201,7 +177,7 @@ PIPESPIN_EXPORT int epoll_wait(int epfd, struct epoll_event* ev, int max, int ti
     }
     const int saved = errno;
     Plan plan = before_epoll_wait(epfd, ev, max, timeout < 0 ? -1 : timeout * 1'000'000ll, nullptr);
-    return finish_set(plan, saved, [&] {
+    return finish<int>(plan, -1, saved, [&](int) {
         return real_epoll_wait(epfd, ev, max, timeout < 0 ? timeout : ms_of(plan.timeout_ns));
     });
 }
@@ -214,7 +190,7 @@ PIPESPIN_EXPORT int epoll_pwait(int epfd, struct epoll_event* ev, int max, int t
     }
     const int saved = errno;
     Plan plan = before_epoll_wait(epfd, ev, max, timeout < 0 ? -1 : timeout * 1'000'000ll, mask);
-    return finish_set(plan, saved, [&] {
+    return finish<int>(plan, -1, saved, [&](int) {
         return real_epoll_pwait(epfd, ev, max, timeout < 0 ? timeout : ms_of(plan.timeout_ns),
                                 mask);
     });
@@ -233,7 +209,7 @@ PIPESPIN_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
     const std::int64_t ns = ns_of(ts);
     if (ns == -2) return real_epoll_pwait2(epfd, ev, max, ts, mask);
     Plan plan = before_epoll_wait(epfd, ev, max, ns, mask);
-    return finish_set(plan, saved, [&] {
+    return finish<int>(plan, -1, saved, [&](int) {
         const timespec left = timespec_of(plan.timeout_ns);
         return real_epoll_pwait2(epfd, ev, max, ts != nullptr && ns < kForever ? &left : ts, mask);
     });
