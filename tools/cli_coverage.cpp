@@ -143,19 +143,7 @@ CoverageArgs parse(ArgCursor& cur) {
             if (v->empty()) throw UsageError("coverage: --markdown needs a file name");
             a.markdown = std::string(*v);
         } else if (auto v = cur.take_value("--programs")) {
-            const std::vector<std::string> known = program_ids();
-            std::string_view rest = *v;
-            while (!rest.empty()) {
-                const std::size_t comma = rest.find(',');
-                const std::string id(rest.substr(0, comma));
-                rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-                if (id.empty()) continue;
-                if (std::find(known.begin(), known.end(), id) == known.end())
-                    throw UsageError(fmt::format("coverage: unknown program '{}' (known: {})",
-                                                 printable(id), fmt::join(known, ", ")));
-                a.programs.push_back(id);
-            }
-            if (a.programs.empty()) throw UsageError("coverage: --programs is empty");
+            parse_name_list(kCommand, "--programs", "program", *v, program_ids(), a.programs);
         } else {
             cur.fail_unknown();
         }

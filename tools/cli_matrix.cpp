@@ -164,19 +164,7 @@ std::optional<MatrixArgs> parse_matrix(ArgCursor& cur) {
         } else if (auto v = cur.take_value("--plot")) {
             a.plot = std::string(*v);
         } else if (auto v = cur.take_value("--cases")) {
-            const std::vector<std::string> known = case_ids();
-            std::string_view rest = *v;
-            while (!rest.empty()) {
-                const std::size_t comma = rest.find(',');
-                const std::string id(rest.substr(0, comma));
-                rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-                if (id.empty()) continue;
-                if (std::find(known.begin(), known.end(), id) == known.end())
-                    throw UsageError(fmt::format("{}: unknown case '{}' (known: {})", kCommand,
-                                                 printable(id), fmt::join(known, ", ")));
-                a.cases.push_back(id);
-            }
-            if (a.cases.empty()) throw UsageError(fmt::format("{}: --cases is empty", kCommand));
+            parse_name_list(kCommand, "--cases", "case", *v, case_ids(), a.cases);
         } else {
             cur.fail_unknown();
         }

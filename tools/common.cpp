@@ -416,6 +416,23 @@ std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
     return format_option(spec, o);
 }
 
+void parse_name_list(std::string_view command, std::string_view flag, std::string_view what,
+                     std::string_view text, const std::vector<std::string>& known,
+                     std::vector<std::string>& into) {
+    std::string_view rest = text;
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string id(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+        if (id.empty()) continue;
+        if (std::find(known.begin(), known.end(), id) == known.end())
+            throw UsageError(fmt::format("{}: unknown {} '{}' (known: {})", command, what,
+                                         printable(id), fmt::join(known, ", ")));
+        into.push_back(id);
+    }
+    if (into.empty()) throw UsageError(fmt::format("{}: {} is empty", command, flag));
+}
+
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max) {
     std::uint64_t v = 0;

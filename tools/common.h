@@ -154,6 +154,14 @@ std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
 std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
                             std::string_view text);
 // A whole number for a flag such as --iterations, within [min, max].
+// Appends a comma-separated list of names, each one of `known`
+// ("perf-pipe,seq-wc"), to `into`: empty items are skipped; an unknown name
+// ("COMMAND: unknown WHAT 'x' (known: ...)") or `into` still empty ("COMMAND:
+// FLAG is empty") is a UsageError.
+void parse_name_list(std::string_view command, std::string_view flag, std::string_view what,
+                     std::string_view text, const std::vector<std::string>& known,
+                     std::vector<std::string>& into);
+
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max);
 
