@@ -339,6 +339,26 @@ void passthrough_hooks(const IoCounters& c) noexcept {
     if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
 }
 
+// What every read- or write-side wait starts with: the fd's state for `dir`,
+// the plan that counts the call there, and the policy's budget now. False
+// when there is nothing to spin for: the fd is not a tracked pipe open for
+// `dir` (plan.dir stays null), or the budget is 0 (the pass-through work is
+// done); the caller then returns its plan as it is.
+bool begin_wait(int fd, Dir dir, Plan& plan, FdInfo& info, PolicyParams& params,
+                std::uint64_t& budget) noexcept {
+    info = g_table.lookup(fd, classify_fd);
+    if (!info.can(dir)) return false;
+    DirState& st = info.slot->dir[static_cast<int>(dir)];
+    plan.dir = &st;
+    plan.ctr = &st;
+    params = g_runtime.params();
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    budget = dir_on ? budget_for(st, params) : 0;
+    if (budget != 0) return true;
+    if (never_spins(dir_on, params)) passthrough_hooks(st);
+    return false;
+}
+
 // Shared by read and write: one look; if the fd would block and is in
 // blocking mode, spin within the policy's budget.
 // readv passes its iovecs (and n = 1: the kernel knows the size), writev
@@ -346,19 +366,12 @@ void passthrough_hooks(const IoCounters& c) noexcept {
 Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
              const void* iov = nullptr, int iovcnt = 0) {
     if (n == 0) return {};
-    FdInfo info = g_table.lookup(fd, classify_fd);
-    if (!info.can(dir)) return {};
-    DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
-    plan.dir = &st;
-    plan.ctr = &st;
-    const PolicyParams params = g_runtime.params();
-    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
-    if (budget == 0) {
-        if (never_spins(dir_on, params)) passthrough_hooks(st);
-        return plan;
-    }
+    FdInfo info;
+    PolicyParams params;
+    std::uint64_t budget = 0;
+    if (!begin_wait(fd, dir, plan, info, params, budget)) return plan;
+    DirState& st = *plan.dir;
 
     const bool reading = dir == Dir::Read;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
@@ -684,20 +697,13 @@ bool set_waits_off(const PolicyParams& params) noexcept {
 }  // namespace
 
 Plan before_ready(int fd, Dir dir, Via via) {
-    FdInfo info = g_table.lookup(fd, classify_fd);
-    if (!info.can(dir)) return {};
-    DirState& st = info.slot->dir[static_cast<int>(dir)];
     Plan plan;
-    plan.dir = &st;
-    plan.ctr = &st;
     plan.per_call = true;
-    const PolicyParams params = g_runtime.params();
-    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
-    if (budget == 0) {
-        if (never_spins(dir_on, params)) passthrough_hooks(st);
-        return plan;
-    }
+    FdInfo info;
+    PolicyParams params;
+    std::uint64_t budget = 0;
+    if (!begin_wait(fd, dir, plan, info, params, budget)) return plan;
+    DirState& st = *plan.dir;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
     Hold hold{fd};
     hold.may_hold = false;
