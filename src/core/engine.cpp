@@ -339,11 +339,29 @@ void passthrough_hooks(const IoCounters& c) noexcept {
     if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
 }
 
+// A call on a tracked pipe that will not spin. Whatever it still has to
+// count is done here, before its real call, when nothing needs the call's
+// result: the policy is not measuring (SpinPolicy::count_early) and the
+// statistics do not count bytes. The plan then carries no after_call()
+// work, and the wrapper touches no memory of ours once the real call
+// returns. That matters where a process switch separates every call from
+// the next (hackbench: 40 processes on 2 CPUs): each page touched after
+// a syscall has to be found again, and those lookups were most of what
+// interposition cost there (docs/policy.md, "What interposition costs").
+void settle_early(Plan& plan, DirState& st, const PolicyParams& params) noexcept {
+    if (g_runtime.count_bytes.load(std::memory_order_relaxed)) return;
+    if (!SpinPolicy::count_early(st.policy, params)) return;
+    bump(st.calls);
+    plan.dir = nullptr;
+    plan.ctr = nullptr;
+}
+
 // What every read- or write-side wait starts with: the fd's state for `dir`,
 // the plan that counts the call there, and the policy's budget now. False
 // when there is nothing to spin for: the fd is not a tracked pipe open for
 // `dir` (plan.dir stays null), or the budget is 0 (the pass-through work is
-// done); the caller then returns its plan as it is.
+// done, and settle_early() had its say); the caller then returns its plan
+// as it is.
 bool begin_wait(int fd, Dir dir, Plan& plan, FdInfo& info, PolicyParams& params,
                 std::uint64_t& budget) noexcept {
     info = g_table.lookup(fd, classify_fd);
@@ -356,6 +374,7 @@ bool begin_wait(int fd, Dir dir, Plan& plan, FdInfo& info, PolicyParams& params,
     budget = dir_on ? budget_for(st, params) : 0;
     if (budget != 0) return true;
     if (never_spins(dir_on, params)) passthrough_hooks(st);
+    settle_early(plan, st, params);
     return false;
 }
 
@@ -394,6 +413,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
         case Look::Answer:
             return done(&st, look.result);
         case Look::Ready:
+            settle_early(plan, st, params);
             return plan;
         case Look::Pending:
             break;
@@ -460,6 +480,7 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.spin_dir[static_cast<int>(Dir::Read)].store(o.spin_read != 0, kRelaxed);
     g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
     g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
+    g_runtime.count_bytes.store(!o.stats.empty(), kRelaxed);
     g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
     g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
                                    kRelaxed);
@@ -715,7 +736,10 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 nullptr,
                 0};
     const SignalMark mark;
-    if (look(0) != Look::Pending) return plan;
+    if (look(0) != Look::Pending) {
+        settle_early(plan, st, params);
+        return plan;
+    }
     SpinEnd end;
     spin_on_fd(st, plan, params, mark, budget, look, hold, via, end);
     return plan;

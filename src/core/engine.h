@@ -66,6 +66,10 @@ struct Runtime {
     std::atomic<Probe> probe{Probe::Nowait};
     std::atomic<bool> spin_dir[2] = {true, true};  // spin_read, spin_write (indexed by Dir)
     std::atomic<bool> spin_poll{true};             // spin in poll/select/epoll
+    // Statistics lines are on, so the bytes each call moved are counted.
+    // Otherwise no one reads them, and a call that does not spin is counted
+    // before its real call (see settle_early in engine.cpp).
+    std::atomic<bool> count_bytes{true};
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again

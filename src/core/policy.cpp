@@ -36,6 +36,17 @@ void decide(PolicyState& s) noexcept {
     start_phase(s, winner, len);
 }
 
+// An exploit epoch is over: one fewer left, or measure again.
+void end_exploit_epoch(PolicyState& s) noexcept {
+    const std::uint16_t left = s.exploit_left.load(kRelaxed);
+    if (left > 1) {
+        s.exploit_left.store(left - 1, kRelaxed);
+        s.long_waits.store(0, kRelaxed);
+    } else {
+        start_phase(s, Phase::TrySpin, 0);  // ask again: the workload may have changed
+    }
+}
+
 }  // namespace
 
 void PolicyState::reset() noexcept {
@@ -83,13 +94,16 @@ std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
 void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                          NowFn now) noexcept {
     if (p.mode != Mode::Adaptive) return;
-    s.epoch_bytes.store(s.epoch_bytes.load(kRelaxed) + bytes, kRelaxed);
     const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
     if (calls == 1) {
+        // The epoch's clock starts at the end of its first call: what that
+        // call moved is not part of the epoch either.
         s.epoch_start_ns.store(now(), kRelaxed);
+        s.epoch_bytes.store(0, kRelaxed);
         s.epoch_calls.store(calls, kRelaxed);
         return;
     }
+    s.epoch_bytes.store(s.epoch_bytes.load(kRelaxed) + bytes, kRelaxed);
     if (calls < kEpochCalls) {
         s.epoch_calls.store(calls, kRelaxed);
         return;
@@ -112,17 +126,26 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
             decide(s);
             break;
         case Phase::Spin:
-        case Phase::Plain: {
-            const std::uint16_t left = s.exploit_left.load(kRelaxed);
-            if (left > 1) {
-                s.exploit_left.store(left - 1, kRelaxed);
-                s.long_waits.store(0, kRelaxed);
-            } else {
-                start_phase(s, Phase::TrySpin, 0);  // ask again: the workload may have changed
-            }
+        case Phase::Plain:
+            end_exploit_epoch(s);
             break;
-        }
     }
+}
+
+bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
+    if (p.mode != Mode::Adaptive) return true;
+    const Phase phase = s.get_phase();
+    if (phase == Phase::TrySpin || phase == Phase::TryPlain) return false;
+    const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
+    if (calls < kEpochCalls) {
+        s.epoch_calls.store(calls, kRelaxed);
+        return true;
+    }
+    // The next epoch starts with the next call, which on_call() times if
+    // that epoch measures.
+    s.epoch_calls.store(0, kRelaxed);
+    end_exploit_epoch(s);
+    return true;
 }
 
 void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {

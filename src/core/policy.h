@@ -97,6 +97,13 @@ public:
     using NowFn = std::uint64_t (*)() noexcept;
     static void on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                         NowFn now) noexcept;
+    // A call about to be made without a spin, whose result the policy does
+    // not need: any call outside adaptive mode, or one in an exploit phase
+    // (Spin, Plain), whose epochs only count calls. Counts it now, before
+    // the real call and without the clock, and returns true; returns false
+    // (and counts nothing) in a measuring epoch, whose cost needs the bytes
+    // the call moves: on_call() after the real call then counts it.
+    static bool count_early(PolicyState& s, const PolicyParams& p) noexcept;
     // A wait could not spin because no CPU is free for the peer: do not
     // spin (nor look at the run queue again) on this fd for the rest of the
     // epoch.

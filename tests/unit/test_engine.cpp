@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <cstring>
 #include <unistd.h>
 
 #include "core/engine.h"
@@ -94,12 +95,52 @@ TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {
 }
 
 TEST_CASE("engine: off mode neither looks nor spins, but counts the call", "[engine]") {
-    PipeFixture p(Mode::Off);
+    SECTION("without statistics lines, before the real call: nothing is left for after it") {
+        PipeFixture p(Mode::Off);
+        char c;
+        Plan plan = before_read(p.fds[0], &c, 1);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK_FALSE(plan.obs.spun);
+        CHECK(plan.dir == nullptr);
+        CHECK(p.reader().calls.load() == 1);
+        after_call(plan, 1);  // a no-op now: the call is not counted twice
+        CHECK(p.reader().calls.load() == 1);
+        CHECK(p.reader().bytes.load() == 0);
+    }
+    SECTION("with statistics lines, after the real call, with the bytes it moved") {
+        Options o;
+        std::strcpy(o.stats.s, "stderr");
+        PipeFixture p(Mode::Off, 1, o);
+        char c;
+        Plan plan = before_read(p.fds[0], &c, 1);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK(plan.dir == &p.reader());
+        CHECK(p.reader().calls.load() == 0);
+        after_call(plan, 1);
+        CHECK(p.reader().calls.load() == 1);
+        CHECK(p.reader().bytes.load() == 1);
+    }
+}
+
+TEST_CASE("engine: adaptive counts a call early only outside a measuring epoch", "[engine]") {
+    PipeFixture p(Mode::Adaptive, 50);
     char c;
+    // A new fd measures first (TrySpin): data already there is answered by
+    // the look, and the call is left for after_call(), which needs its bytes.
+    REQUIRE(::write(p.fds[1], "x", 1) == 1);
     Plan plan = before_read(p.fds[0], &c, 1);
+    REQUIRE(plan.action == Plan::Action::Done);
+    CHECK(plan.dir == &p.reader());
+    after_call(plan, plan.result);
+    CHECK(p.reader().policy.epoch_calls.load() == 1);
+    // Not spinning won: its epochs only count calls, before the real call.
+    p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+    p.reader().policy.exploit_left.store(1);
+    plan = before_read(p.fds[0], &c, 1);
     CHECK(plan.action == Plan::Action::Call);
     CHECK_FALSE(plan.obs.spun);
-    CHECK(plan.dir == &p.reader());
+    CHECK(plan.dir == nullptr);
+    CHECK(p.reader().policy.epoch_calls.load() == 2);
 }
 
 TEST_CASE("engine: adaptive learns from a spun wait that outlasted its budget", "[engine]") {

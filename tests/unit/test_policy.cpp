@@ -45,6 +45,10 @@ struct Sim {
         max_budget = std::max(max_budget, budget);
         if (by_mode) st = (*by_mode)(budget > 0);
         ++calls;
+        // As the engine does (without statistics lines): a call that will
+        // not spin is counted before it, when the policy allows that.
+        const bool early =
+            (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p);
         bool spun = false;
         if (st.wait_ns == 0) {
             g_now += call_ns;
@@ -67,7 +71,7 @@ struct Sim {
             }
             SpinPolicy::on_wait(s, p, wake, o);
         }
-        SpinPolicy::on_call(s, p, st.bytes, fake_now);
+        if (!early) SpinPolicy::on_call(s, p, st.bytes, fake_now);
         return spun;
     }
 
@@ -234,4 +238,27 @@ TEST_CASE("a wait that found no CPU free stops spinning on that fd for the epoch
     // The next measuring epoch asks again.
     sim.run(3 * SpinPolicy::kEpochCalls, kShort);
     CHECK(sim.run(SpinPolicy::kEpochCalls * (SpinPolicy::kExploitMax + 3), kShort) > 0);
+}
+
+TEST_CASE("exploit epochs are counted before the call, measuring epochs after it", "[policy]") {
+    PolicyState s;
+    const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    // A new fd measures: its calls need on_call() with their bytes.
+    CHECK_FALSE(SpinPolicy::count_early(s, p));
+    CHECK(s.epoch_calls.load() == 0);
+    // The last epoch of a run of not spinning: counted early, without the
+    // clock, until it ends and the next measuring pair begins.
+    s.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+    s.exploit_left.store(1);
+    for (std::uint32_t i = 1; i < SpinPolicy::kEpochCalls; ++i) {
+        REQUIRE(SpinPolicy::count_early(s, p));
+        REQUIRE(s.get_phase() == Phase::Plain);
+    }
+    CHECK(SpinPolicy::count_early(s, p));
+    CHECK(s.get_phase() == Phase::TrySpin);
+    CHECK(s.epoch_calls.load() == 0);
+    CHECK_FALSE(SpinPolicy::count_early(s, p));
+    // Outside adaptive mode nothing is learnt: always early.
+    const PolicyParams fixed{Mode::Fixed, kCeiling, 2, false};
+    CHECK(SpinPolicy::count_early(s, fixed));
 }
