@@ -343,11 +343,10 @@ void passthrough_hooks(const IoCounters& c) noexcept {
 // count is done here, before its real call, when nothing needs the call's
 // result: the policy is not measuring (SpinPolicy::count_early) and the
 // statistics do not count bytes. The plan then carries no after_call()
-// work, and the wrapper touches no memory of ours once the real call
-// returns. That matters where a process switch separates every call from
-// the next (hackbench: 40 processes on 2 CPUs): each page touched after
-// a syscall has to be found again, and those lookups were most of what
-// interposition cost there (docs/policy.md, "What interposition costs").
+// work, and the wrapper touches nothing of ours once the real call has
+// returned: where a process switch separates every call from the next, each
+// page and cache line touched is cold again (docs/policy.md, "What it
+// costs").
 void settle_early(Plan& plan, DirState& st, const PolicyParams& params) noexcept {
     if (g_runtime.count_bytes.load(std::memory_order_relaxed)) return;
     if (!SpinPolicy::count_early(st.policy, params)) return;

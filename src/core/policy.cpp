@@ -103,20 +103,38 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         s.epoch_calls.store(calls, kRelaxed);
         return;
     }
-    s.epoch_bytes.store(s.epoch_bytes.load(kRelaxed) + bytes, kRelaxed);
-    if (calls < kEpochCalls) {
+    const std::uint64_t epoch_bytes = s.epoch_bytes.load(kRelaxed) + bytes;
+    s.epoch_bytes.store(epoch_bytes, kRelaxed);
+    const Phase phase = s.get_phase();
+    const bool measuring = phase == Phase::TrySpin || phase == Phase::TryPlain;
+    // A measuring epoch looks at its running cost after kEarlyCalls calls
+    // and at each doubling (a clock read each), to end early once it has
+    // clearly lost (below).
+    const bool look_early =
+        measuring && calls >= kEarlyCalls && (calls & (calls - 1)) == 0 && calls < kEpochCalls;
+    if (calls < kEpochCalls && !look_early) {
         s.epoch_calls.store(calls, kRelaxed);
         return;
     }
-    // The epoch is over.
     const std::uint64_t t = now();
-    const std::uint64_t cost =
-        epoch_cost(t - s.epoch_start_ns.load(kRelaxed), s.epoch_bytes.load(kRelaxed));
+    const std::uint64_t cost = epoch_cost(t - s.epoch_start_ns.load(kRelaxed), epoch_bytes);
+    if (calls < kEpochCalls) {
+        // The other way's last cost is known and this epoch already costs
+        // kEarlyFactor times as much: finishing it would only pay more of
+        // that price (a ping-pong's TryPlain epoch sleeps on every call).
+        const std::uint64_t other =
+            (phase == Phase::TrySpin ? s.cost_plain : s.cost_spin).load(kRelaxed);
+        if (other == 0 || cost <= kEarlyFactor * other) {
+            s.epoch_calls.store(calls, kRelaxed);
+            return;
+        }
+    }
+    // The epoch is over.
     s.epoch_calls.store(1, kRelaxed);
     s.epoch_bytes.store(0, kRelaxed);
     s.epoch_start_ns.store(t, kRelaxed);
 
-    switch (s.get_phase()) {
+    switch (phase) {
         case Phase::TrySpin:
             s.cost_spin.store(cost, kRelaxed);
             start_phase(s, Phase::TryPlain, 0);

@@ -84,6 +84,11 @@ public:
     // a fd that does not spin must find out soon that spinning would pay.
     static constexpr std::uint16_t kExploitMaxSpin = 256;
     static constexpr std::uint16_t kExploitMax = 64;  // not spinning
+    // A measuring epoch that after kEarlyCalls calls (or 2x, 4x as many)
+    // costs kEarlyFactor times what the other way cost last ends there:
+    // such a loser cannot win in the calls left, and each of them pays.
+    static constexpr std::uint32_t kEarlyCalls = 8;
+    static constexpr std::uint64_t kEarlyFactor = 2;
     static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
 

@@ -262,3 +262,39 @@ TEST_CASE("exploit epochs are counted before the call, measuring epochs after it
     const PolicyParams fixed{Mode::Fixed, kCeiling, 2, false};
     CHECK(SpinPolicy::count_early(s, fixed));
 }
+
+TEST_CASE("a measuring epoch that clearly loses ends early", "[policy]") {
+    const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    constexpr std::uint64_t kSpinCostPerCall = 5 * kUs;  // 1 byte per call
+    auto try_plain = [&](std::uint64_t plain_cost_per_call) {
+        PolicyState s;
+        s.phase.store(static_cast<std::uint8_t>(Phase::TryPlain));
+        s.cost_spin.store(kSpinCostPerCall * 1024);  // ns per KiB
+        g_now = 1'000'000;
+        SpinPolicy::on_call(s, p, 1, fake_now);  // the epoch's clock starts
+        std::uint32_t calls = 1;
+        while (s.get_phase() == Phase::TryPlain && calls < 10 * SpinPolicy::kEpochCalls) {
+            g_now += plain_cost_per_call;
+            SpinPolicy::on_call(s, p, 1, fake_now);
+            ++calls;
+        }
+        CHECK(s.get_phase() == Phase::Spin);
+        return calls;
+    };
+    // A ping-pong that sleeps on every call: 3x the spinning cost. Over at
+    // the first look.
+    CHECK(try_plain(3 * kSpinCostPerCall) == SpinPolicy::kEarlyCalls);
+    // Worse, but not clearly: measured to the end (and spinning still wins).
+    CHECK(try_plain(3 * kSpinCostPerCall / 2) == SpinPolicy::kEpochCalls);
+}
+
+TEST_CASE("a new ping-pong pays few sleeps to learn that spinning wins", "[policy]") {
+    // perf bench sched pipe -l 20000: each side reads 20000 times. The
+    // measuring pairs of the first exploit runs (4, 8, ... epochs) each put
+    // one epoch of sleeps in; ending them early keeps that to a few calls.
+    Sim sim;
+    const std::uint64_t n = 20'000;
+    const std::uint64_t spun = sim.run(n, kShort);
+    CAPTURE(n - spun);
+    CHECK(n - spun <= 2 * SpinPolicy::kEpochCalls);
+}
