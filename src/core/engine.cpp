@@ -13,6 +13,7 @@ namespace pipespin {
 
 constinit thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
 constinit thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]] = 0;
+constinit thread_local std::uint32_t t_pass_calls [[gnu::tls_model("initial-exec")]] = 0;
 
 bool restarts(int sig) noexcept {
     struct {
@@ -276,6 +277,25 @@ bool cpu_free_for_peer(const PolicyParams& params) noexcept {
     return !oversubscribed(sys::now_ns());
 }
 
+// Calls that did not pass straight, since this thread last looked at the
+// run queue (see pass_straight() in engine.h).
+constinit thread_local std::uint32_t t_calls_since_look [[gnu::tls_model("initial-exec")]] = 0;
+
+// Only where passing straight loses nothing anyone reads: in adaptive mode
+// (off and fixed have their own promises) and without statistics lines
+// (whose counts would miss the calls).
+bool may_pass_straight(const PolicyParams& params) noexcept {
+    return params.mode == Mode::Adaptive && !g_runtime.count_bytes.load(std::memory_order_relaxed);
+}
+
+// A read or write that will not spin: now and then, whether the host is
+// oversubscribed, and if so, pass the next calls straight through.
+void look_for_no_cpu(const PolicyParams& params) noexcept {
+    if (++t_calls_since_look < kPassLookEvery || !may_pass_straight(params)) return;
+    t_calls_since_look = 0;
+    if (params.usable_cpus < 2 || oversubscribed(sys::now_ns())) t_pass_calls = kPassCalls;
+}
+
 // Nothing in this process can spin in this direction: no call ever takes
 // the slow path, so every call on a tracked pipe may run the slow-path
 // hooks (the control arm of an A/B test must report on the same schedule as
@@ -316,6 +336,10 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
+        if (may_pass_straight(params)) {
+            t_pass_calls = kPassCalls;
+            t_calls_since_look = 0;
+        }
         return false;
     }
     std::uint64_t spent = 0;
@@ -374,6 +398,7 @@ bool begin_wait(int fd, Dir dir, Plan& plan, FdInfo& info, PolicyParams& params,
     if (budget != 0) return true;
     if (never_spins(dir_on, params)) passthrough_hooks(st);
     settle_early(plan, st, params);
+    look_for_no_cpu(params);
     return false;
 }
 

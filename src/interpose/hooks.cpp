@@ -37,6 +37,7 @@ ssize_t do_read(int fd, void* buf, size_t n) {
         if (real_read != nullptr) return real_read(fd, buf, n);
         return to_libc(sys::read(fd, buf, n));
     }
+    if (pass_straight()) return real_read(fd, buf, n);
     const int saved = errno;
     Plan plan = before_read(fd, buf, n);
     return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_read(use, buf, n); });
@@ -112,6 +113,7 @@ PIPESPIN_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
         if (real_write != nullptr) return real_write(fd, buf, n);
         return to_libc(sys::write(fd, buf, n));
     }
+    if (pass_straight()) return real_write(fd, buf, n);
     const int saved = errno;
     Plan plan = before_write(fd, buf, n);
     return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_write(use, buf, n); });

@@ -265,3 +265,63 @@ TEST_CASE("engine: a change of mode restarts what adaptive learnt", "[engine][re
     CHECK(p.reader().policy.get_phase() == Phase::TrySpin);
     CHECK(p.reader().policy.exploit_left.load() == 0);
 }
+
+namespace {
+// The run-queue gate's verdict, fixed for a test: the cached answer of the
+// last look, valid until the next look is due (never, here).
+struct HostBusy {
+    explicit HostBusy(bool busy) {
+        runtime().oversubscribed.store(busy);
+        runtime().load_next_ns.store(UINT64_MAX);
+        t_pass_calls = 0;
+    }
+    ~HostBusy() {
+        runtime().oversubscribed.store(false);
+        runtime().load_next_ns.store(0);
+        t_pass_calls = 0;
+    }
+};
+}  // namespace
+
+TEST_CASE("engine: a thread that finds no CPU free passes its next calls straight through",
+          "[engine]") {
+    char c;
+    SECTION("a wait that would spin finds the host busy") {
+        PipeFixture p(Mode::Adaptive, 50);
+        HostBusy busy(true);
+        Plan plan = before_read(p.fds[0], &c, 1);  // empty pipe, a new fd wants to spin
+        CHECK_FALSE(plan.obs.spun);
+        CHECK(plan.action == Plan::Action::Call);
+        REQUIRE(t_pass_calls == kPassCalls);
+        CHECK(pass_straight());
+        CHECK(t_pass_calls == kPassCalls - 1);
+        t_pass_calls = 1;
+        CHECK(pass_straight());
+        CHECK_FALSE(pass_straight());  // used up: the next call takes the shim's path
+    }
+    SECTION("a thread that never waits looks every kPassLookEvery calls") {
+        PipeFixture p(Mode::Adaptive, 50);
+        HostBusy busy(true);
+        p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+        p.reader().policy.exploit_left.store(SpinPolicy::kExploitMax);
+        for (std::uint32_t i = 0; i < kPassLookEvery; ++i) {
+            CHECK(t_pass_calls == 0);
+            before_read(p.fds[0], &c, 1);
+        }
+        CHECK(t_pass_calls == kPassCalls);
+    }
+    SECTION("not while the host has a CPU free") {
+        PipeFixture p(Mode::Adaptive, 50);
+        HostBusy busy(false);
+        for (std::uint32_t i = 0; i < 2 * kPassLookEvery; ++i) before_read(p.fds[0], &c, 1);
+        CHECK(t_pass_calls == 0);
+    }
+    SECTION("not with statistics lines, whose counts would miss the calls") {
+        Options o;
+        std::strcpy(o.stats.s, "stderr");
+        PipeFixture p(Mode::Adaptive, 50, o);
+        HostBusy busy(true);
+        before_read(p.fds[0], &c, 1);
+        CHECK(t_pass_calls == 0);
+    }
+}
