@@ -250,7 +250,7 @@ case_bench_env_hygiene() {
 
 case_bench_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
-  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "sparse 5"; do
+  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5"; do
     expect_status 0 "$pipespin" bench-worker $args
     grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
     LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
@@ -259,6 +259,7 @@ case_bench_worker() {
   expect_status 1 "$pipespin" bench-worker pingpong --expect-shim 100
   expect_in "$work/err" "not loaded"
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
+  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor-blocks --expect-no-shim 100
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
 }
 
