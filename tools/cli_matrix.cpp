@@ -836,7 +836,7 @@ std::string bench_matrix_usage() {
                     "traffic within one thread without the shim: no-shim median wall / "
                     "(operations x floor median per operation) bounds the wall speed-up any "
                     "spinning could reach here, and a speed-up check whose threshold is above "
-                    "that bound reads \"unreachable here\" instead of PASS or FAIL. "
+                    "that bound reads \"unreachable here\" where it would read FAIL. "
                     "LIST is comma-separated: {}. --quick scales every case down, for smoke "
                     "tests. Default: {} rounds. Needs perf (Debian package linux-perf), "
                     "hackbench (rt-tests) and for --plot gnuplot (gnuplot-nox); installs "
