@@ -6,23 +6,29 @@
 // when present, intercepts them exactly as it would in any program.
 //
 // Contract with `bench`: on success the worker prints one number and nothing
-// else on stdout (pingpong, floor: the mean µs per round trip; sparse: the
-// consumer's CPU µs over its reads); anything else goes to
-// stderr with a nonzero exit. --expect-shim / --expect-no-shim make the
-// worker fail when the shim's presence is not what the configuration needs,
-// so a library the loader refused (it says so on stderr and carries on)
-// cannot pass for a measurement of the shim.
+// else on stdout (pingpong, floor: the mean µs per round trip; floor-blocks:
+// the mean µs per 64 KiB block; sparse: the consumer's CPU µs over its
+// reads); anything else goes to stderr with a nonzero exit. --expect-shim /
+// --expect-no-shim make the worker fail when the shim's presence is not what
+// the configuration needs, so a library the loader refused (it says so on
+// stderr and carries on) cannot pass for a measurement of the shim.
 //
 //   pipespin bench-worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
+//   pipespin bench-worker floor-blocks [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker sparse [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker relay|feed ...   (coverage_worker.cpp)
+//
+// floor, floor-blocks: the pipe traffic of a ping-pong (N round trips) or of
+// `dd bs=64k | cat` (N blocks) within one thread, the least that traffic can
+// cost here; `bench matrix` divides by them to bound its speed-ups.
 //
 // sparse: a forked producer writes N bytes, one every 2 ms on absolute
 // deadlines, then closes its end; this process, the consumer, reads one byte
 // at a time until EOF. What it prints is the user+system CPU the consumer
 // spent from its first read to EOF (not its start-up, which is the same in
 // every arm and would only dilute the difference spinning makes).
+#include <fcntl.h>
 #include <link.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -34,6 +40,7 @@
 #include <ctime>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -175,6 +182,59 @@ double floor_one_thread(std::uint64_t n) {
     return us_per(t1 - t0, n);
 }
 
+constexpr int kBlockBytes = 64 * 1024;  // dd's bs=64k in the matrix's dd-cat
+
+// 0 on success, else an errno value (EPIPE for an unexpected EOF).
+int read_fully(int fd, char* buf, std::size_t len) {
+    while (len > 0) {
+        ssize_t n = ::read(fd, buf, len);
+        if (n == 0) return EPIPE;
+        if (n < 0 && errno != EINTR) return errno;
+        if (n > 0) {
+            buf += n;
+            len -= static_cast<std::size_t>(n);
+        }
+    }
+    return 0;
+}
+
+// The copies into and out of a pipe happen under the pipe's mutex (Linux
+// fs/pipe.c), so a writer's and a reader's never overlap: a block through a
+// pipe costs at least its write and its read done one after the other, as
+// here. Each write is read back before the next, so the pipe is empty
+// whenever a write starts and a blocking write of a whole block cannot wait
+// for this thread.
+double floor_blocks(std::uint64_t n) {
+    Pipe p = make_pipe();
+    const int size = ::fcntl(p.w, F_GETPIPE_SZ);
+    if (size < kBlockBytes && ::fcntl(p.w, F_SETPIPE_SZ, kBlockBytes) < kBlockBytes)
+        throw Failure(kExitFailure,
+                      fmt::format("bench-worker: a pipe holds {} bytes here, less than a {}-byte "
+                                  "block, and F_SETPIPE_SZ failed: {}",
+                                  size, kBlockBytes, std::strerror(errno)));
+    std::vector<char> out(kBlockBytes, 'x'), in(kBlockBytes, 0);
+    auto blocks = [&](std::uint64_t count) {
+        for (std::uint64_t i = 0; i < count; ++i) {
+            for (std::size_t done = 0; done < out.size();) {
+                ssize_t w = ::write(p.w, out.data() + done, out.size() - done);
+                if (w < 0 && errno == EINTR) continue;
+                if (w < 0) return errno;
+                if (int err = read_fully(p.r, in.data(), static_cast<std::size_t>(w)); err != 0)
+                    return err;
+                done += static_cast<std::size_t>(w);
+            }
+        }
+        return 0;
+    };
+    check(blocks(warmup_of(n)), "floor-blocks");
+    const auto t0 = Clock::now();
+    check(blocks(n), "floor-blocks");
+    const auto t1 = Clock::now();
+    ::close(p.r);
+    ::close(p.w);
+    return us_per(t1 - t0, n);
+}
+
 constexpr long kSparseIntervalNs = 2'000'000;
 
 // The producer of `sparse`: N bytes on a fixed beat; 0 or an errno value.
@@ -252,7 +312,7 @@ int bench_worker_main(Args args) {
     ArgCursor cur("bench-worker", args);
     const std::string_view kind = cur.take_word();
     if (kind == "relay" || kind == "feed") return coverage_worker(kind, cur);
-    if (kind != "pingpong" && kind != "floor" && kind != "sparse")
+    if (kind != "pingpong" && kind != "floor" && kind != "floor-blocks" && kind != "sparse")
         throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
     bool threads = false;
     std::optional<bool> expect_shim;
@@ -275,10 +335,11 @@ int bench_worker_main(Args args) {
                                                 kLibraryName, *expect_shim ? "not " : "",
                                                 *expect_shim ? "loaded" : "absent"));
 
-    const double us = kind == "sparse"  ? sparse_consumer_cpu(n)
-                      : kind == "floor" ? floor_one_thread(n)
-                      : threads         ? pingpong_threads(n)
-                                        : pingpong_processes(n);
+    const double us = kind == "sparse"         ? sparse_consumer_cpu(n)
+                      : kind == "floor"        ? floor_one_thread(n)
+                      : kind == "floor-blocks" ? floor_blocks(n)
+                      : threads                ? pingpong_threads(n)
+                                               : pingpong_processes(n);
     fmt::print("{:.4f}\n", us);
     return kExitOk;
 }

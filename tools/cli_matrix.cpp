@@ -13,6 +13,12 @@
 // consumer's own, which the worker reports, since the point there is what
 // waiting costs the side that waits.
 //
+// A case whose pipe traffic can be done within one thread (the ping-pongs,
+// dd | cat) also runs that floor once per round, after its arms (bench-worker
+// floor and floor-blocks, no shim): no spin policy makes a run cheaper than
+// its floor, which bounds the wall speed-up the case's checks can reach on
+// this host (matrix_verdict.h).
+//
 // The tools (perf, hackbench, gnuplot) come from Debian packages that this
 // command never installs: a case whose tool is missing is skipped with a
 // note naming the package.
@@ -41,6 +47,7 @@
 #include "cli.h"
 #include "common.h"
 #include "core/options.h"
+#include "matrix_verdict.h"
 #include "platform/sys.h"
 
 namespace pipespin::cli {
@@ -54,6 +61,20 @@ constexpr std::string_view kCommand = "bench matrix";
 // the measured CPU with the one the sparse worker prints.
 enum class Figure { None, PerfUsecsPerOp, HackbenchSeconds, ConsumerCpu };
 
+// The case's pipe traffic within one thread, one operation per `ops`: a
+// bench-worker loop that prints the mean µs per operation.
+enum class Floor { None, RoundTrips, Blocks };
+
+std::string_view floor_loop(Floor f) {
+    return f == Floor::RoundTrips ? "floor" : "floor-blocks";
+}
+
+std::string_view floor_about(Floor f) {
+    return f == Floor::RoundTrips ? "1-byte round trips over two pipes within one thread"
+                                  : "64 KiB blocks written into a pipe and read back within one "
+                                    "thread";
+}
+
 struct Case {
     std::string id;
     std::vector<std::string> argv;  // argv[0] is a tool name, resolved before the runs
@@ -62,6 +83,7 @@ struct Case {
     std::string_view op;            // what one operation is
     std::vector<std::string_view> tools;
     Figure figure = Figure::None;
+    Floor floor = Floor::None;
 };
 
 // The parameters of the issue, and a scaled-down set for smoke tests.
@@ -84,7 +106,8 @@ std::vector<Case> all_cases(const Scale& s) {
                s.perf_loops,
                "round trip",
                {"perf"},
-               Figure::PerfUsecsPerOp};
+               Figure::PerfUsecsPerOp,
+               Floor::RoundTrips};
         if (threads) c.argv.emplace_back("-T");
         out.push_back(std::move(c));
     }
@@ -112,7 +135,8 @@ std::vector<Case> all_cases(const Scale& s) {
                    s.dd_blocks,
                    "block",
                    {"sh", "dd", "cat"},
-                   Figure::None});
+                   Figure::None,
+                   Floor::Blocks});
     out.push_back({"seq-wc",
                    {"sh", "-c", fmt::format("seq {} | wc -l", s.seq_lines)},
                    "short lines through a pipe",
@@ -268,8 +292,11 @@ struct ArmResult {
 
 struct CaseRun {
     Case spec;
-    std::string path;             // argv[0] resolved
-    std::vector<ArmResult> arms;  // parallel to kArmKinds
+    std::string path;                   // argv[0] resolved
+    std::vector<ArmResult> arms;        // parallel to kArmKinds
+    std::vector<double> floor_samples;  // µs per operation, when the case has a floor
+    std::optional<Summary> floor;
+    std::optional<double> bound;  // speedup_bound() of the medians
 };
 
 // The number on the line that holds `label`, just before it (perf's
@@ -326,6 +353,24 @@ Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) 
     return s;
 }
 
+std::vector<std::string> floor_argv(const Case& c) {
+    return {"pipespin", "bench-worker", std::string(floor_loop(c.floor)),
+            std::string(expect_shim_flag(false)), std::to_string(c.ops)};
+}
+
+// One floor sample, in µs per operation, run in the no-shim environment.
+double run_floor(const std::string& exe, const CaseRun& run, const Environment& env) {
+    const Measured m =
+        spawn_measure(exe, floor_argv(run.spec), env, {.null_stdin = true, .capture_stderr = true});
+    const std::optional<double> us = parse_decimal(m.out);
+    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 || !us || !(*us > 0))
+        throw Failure(
+            kExitFailure,
+            fmt::format("{}: {} (floor) {}, printed '{}'; its stderr: {}", kCommand, run.spec.id,
+                        describe_wait_status(m.wait_status), printable(m.out), printable(m.err)));
+    return *us;
+}
+
 // The arms' programs must really have (or lack) the shim: a library the
 // loader refuses is only a warning on stderr, and a matrix of "shim" arms
 // without it would look like a tie. `cat /proc/self/maps` shows what was mapped.
@@ -359,6 +404,10 @@ void summarize_case(CaseRun& run) {
     for (ArmResult& a : run.arms) {
         a.wall_ratio = a.wall.median > 0 ? base.wall.median / a.wall.median : 0;
         a.cpu_ratio = base.cpu.median > 0 ? a.cpu.median / base.cpu.median : 0;
+    }
+    if (!run.floor_samples.empty()) {
+        run.floor = summarize(run.floor_samples);
+        run.bound = speedup_bound(base.wall.median, run.spec.ops, run.floor->median);
     }
 }
 
@@ -424,13 +473,34 @@ Host host_facts() {
     return h;
 }
 
-// One acceptance line; pass is empty when its case did not run.
+// One acceptance line.
 struct Check {
     std::string what;
     std::string value;
     std::string threshold;
-    std::optional<bool> pass;
+    std::optional<double> bound;  // for a wall speed-up of a case with a floor
+    Verdict verdict = Verdict::NotRun;
 };
+
+std::string_view verdict_name(Verdict v) {
+    switch (v) {
+        case Verdict::NotRun:
+            return "not run";
+        case Verdict::Pass:
+            return "PASS";
+        case Verdict::Fail:
+            return "FAIL";
+        case Verdict::Unreachable:
+            return "unreachable";
+    }
+    return "?";
+}
+
+std::string verdict_text(const Check& c) {
+    if (c.verdict == Verdict::Unreachable)
+        return fmt::format("unreachable here (bound {:.2f})", *c.bound);
+    return std::string(verdict_name(c.verdict));
+}
 
 const CaseRun* find_run(const std::vector<CaseRun>& runs, std::string_view id) {
     for (const CaseRun& r : runs)
@@ -442,29 +512,35 @@ constexpr std::size_t kOff = 1, kFixed = 2, kAdaptive = 3;  // indexes into kArm
 
 std::vector<Check> acceptance(const std::vector<CaseRun>& runs) {
     std::vector<Check> out;
+    // bounded: the value is the adaptive wall speed-up, which the case's
+    // floor bounds when it has one.
     auto check = [&](std::string_view id, std::string what, bool at_least, double threshold,
-                     auto value_of) {
+                     bool bounded, auto value_of) {
         Check c{fmt::format("`{}`: {}", id, what), "not run",
-                fmt::format("{} {:g}", at_least ? "≥" : "≤", threshold), std::nullopt};
+                fmt::format("{} {:g}", at_least ? "≥" : "≤", threshold), std::nullopt,
+                Verdict::NotRun};
+        std::optional<double> value;
         if (const CaseRun* r = find_run(runs, id)) {
-            const double v = value_of(*r);
-            c.value = fmt::format("{:.3f}", v);
-            c.pass = at_least ? v >= threshold : v <= threshold;
+            value = value_of(*r);
+            c.value = fmt::format("{:.3f}", *value);
+            if (bounded) c.bound = r->bound;
         }
+        c.verdict = verdict(value, at_least, threshold, c.bound);
         out.push_back(std::move(c));
     };
     auto speedup = [](const CaseRun& r) { return r.arms[kAdaptive].wall_ratio; };
     for (std::string_view id : {"perf-pipe", "perf-threads"}) {
-        check(id, "adaptive speed-up / fixed speed-up (wall)", true, 0.90, [](const CaseRun& r) {
-            return r.arms[kAdaptive].wall_ratio / r.arms[kFixed].wall_ratio;
-        });
-        check(id, "adaptive speed-up, no shim / adaptive (wall)", true, 20, speedup);
+        check(id, "adaptive speed-up / fixed speed-up (wall)", true, 0.90, false,
+              [](const CaseRun& r) {
+                  return r.arms[kAdaptive].wall_ratio / r.arms[kFixed].wall_ratio;
+              });
+        check(id, "adaptive speed-up, no shim / adaptive (wall)", true, 20, true, speedup);
     }
     for (std::string_view id : {"hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream"})
-        check(id, "no shim / adaptive (wall)", true, 0.97, speedup);
-    check("dd-cat", "no shim / adaptive (wall)", true, 1.5, speedup);
-    check("seq-wc", "no shim / adaptive (wall)", true, 1.0, speedup);
-    check("sparse", "adaptive consumer CPU / no-shim consumer CPU", false, 1.5,
+        check(id, "no shim / adaptive (wall)", true, 0.97, true, speedup);
+    check("dd-cat", "no shim / adaptive (wall)", true, 1.5, true, speedup);
+    check("seq-wc", "no shim / adaptive (wall)", true, 1.0, true, speedup);
+    check("sparse", "adaptive consumer CPU / no-shim consumer CPU", false, 1.5, false,
           [](const CaseRun& r) { return r.arms[kAdaptive].cpu_ratio; });
     return out;
 }
@@ -535,18 +611,38 @@ std::string markdown(const Report& rep) {
         }
     }
 
+    bool any_floor = false;
+    for (const CaseRun& r : rep.runs) any_floor = any_floor || r.floor.has_value();
+    if (any_floor) {
+        md +=
+            "\nFloors: the case's pipe traffic within one thread, without the shim, run once per "
+            "round after the case's arms. No spin policy makes a run cheaper than its floor, so "
+            "bound = no-shim median wall / (operations x floor median per operation) is the "
+            "largest wall ratio any arm could reach here; it is taken from the wall time, as the "
+            "checks are (for perf, not its own µs/op), and errs high by the start-up in that "
+            "wall.\n\n";
+        md += "| case | floor | median floor per op | bound on this host |\n|---|---|--:|--:|\n";
+        for (const CaseRun& r : rep.runs)
+            if (r.floor)
+                md += fmt::format("| {} | `{}`: {} | {} µs per {} | {} |\n", r.spec.id,
+                                  shell_join(floor_argv(r.spec)), floor_about(r.spec.floor),
+                                  per_op_text(r.floor->median), r.spec.op,
+                                  r.bound ? ratio_text(*r.bound) : "?");
+    }
+
     md += "\nAcceptance (adaptive, from the medians above):\n\n";
     if (a.quick || a.rounds < kDefaultRounds)
         md += fmt::format(
             "The thresholds are for the full parameters and at least {} rounds; this run "
             "used {}.\n\n",
             kDefaultRounds, a.quick ? "--quick" : fmt::format("{} round(s)", a.rounds));
-    md += "| check | value | threshold | result |\n|---|--:|--:|---|\n";
+    md +=
+        "A speed-up whose threshold is above its case's bound is unreachable here: no spin "
+        "policy could meet it on this host.\n\n";
+    md += "| check | value | threshold | bound on this host | result |\n|---|--:|--:|--:|---|\n";
     for (const Check& c : acceptance(rep.runs))
-        md += fmt::format("| {} | {} | {} | {} |\n", c.what, c.value, c.threshold,
-                          !c.pass   ? "not run"
-                          : *c.pass ? "PASS"
-                                    : "FAIL");
+        md += fmt::format("| {} | {} | {} | {} | {} |\n", c.what, c.value, c.threshold,
+                          c.bound ? fmt::format("{:.3f}", *c.bound) : "", verdict_text(c));
     return md;
 }
 
@@ -571,21 +667,35 @@ std::string json(const Report& rep) {
                 samples(a, [](const Sample& s) { return s.wall_us; }),
                 samples(a, [](const Sample& s) { return s.cpu_us; })));
         }
+        std::string floor = "null";
+        if (r.floor) {
+            std::vector<std::string> us;
+            for (double v : r.floor_samples) us.push_back(fmt::format("{:.4f}", v));
+            floor = fmt::format(
+                "{{\"command\":{},\"median_us_per_op\":{:.4f},\"us_per_op\":[{}],"
+                "\"bound\":{}}}",
+                json_string(shell_join(floor_argv(r.spec))), r.floor->median, fmt::join(us, ","),
+                r.bound ? fmt::format("{:.4f}", *r.bound) : "null");
+        }
         cases.push_back(fmt::format(
-            "{{\"id\":{},\"command\":{},\"ops\":{},\"op\":{},\"cpu\":{},\"arms\":[{}]}}",
+            "{{\"id\":{},\"command\":{},\"ops\":{},\"op\":{},\"cpu\":{},\"arms\":[{}],"
+            "\"floor\":{}}}",
             json_string(r.spec.id), json_string(shell_join(r.spec.argv)), r.spec.ops,
             json_string(r.spec.op),
             json_string(r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree"),
-            fmt::join(arms, ",")));
+            fmt::join(arms, ","), floor));
     }
     std::vector<std::string> checks;
     for (const Check& c : acceptance(rep.runs))
-        checks.push_back(fmt::format("{{\"check\":{},\"value\":{},\"threshold\":{},\"pass\":{}}}",
-                                     json_string(c.what), json_string(c.value),
-                                     json_string(c.threshold),
-                                     !c.pass   ? "null"
-                                     : *c.pass ? "true"
-                                               : "false"));
+        checks.push_back(
+            fmt::format("{{\"check\":{},\"value\":{},\"threshold\":{},\"bound\":{},\"result\":{},"
+                        "\"pass\":{}}}",
+                        json_string(c.what), json_string(c.value), json_string(c.threshold),
+                        c.bound ? fmt::format("{:.4f}", *c.bound) : "null",
+                        json_string(verdict_name(c.verdict)),
+                        c.verdict == Verdict::Pass   ? "true"
+                        : c.verdict == Verdict::Fail ? "false"
+                                                     : "null"));
     std::vector<std::string> notes;
     for (const std::string& n : rep.notes) notes.push_back(json_string(n));
     return fmt::format(
@@ -721,7 +831,12 @@ std::string bench_matrix_usage() {
                     "producer whose consumer's CPU is measured. Reports, as Markdown on stdout "
                     "or in FILE, the median wall and CPU time (of the whole process tree), the "
                     "ratios to no shim, CPU µs per operation, and the acceptance checks; --json "
-                    "also writes every sample, --plot draws the wall ratios with gnuplot. "
+                    "also writes every sample, --plot draws the wall ratios with gnuplot. The "
+                    "perf bench and dd | cat cases also run their floor each round, the same pipe "
+                    "traffic within one thread without the shim: no-shim median wall / "
+                    "(operations x floor median per operation) bounds the wall speed-up any "
+                    "spinning could reach here, and a speed-up check whose threshold is above "
+                    "that bound reads \"unreachable here\" where it would read FAIL. "
                     "LIST is comma-separated: {}. --quick scales every case down, for smoke "
                     "tests. Default: {} rounds. Needs perf (Debian package linux-perf), "
                     "hackbench (rt-tests) and for --plot gnuplot (gnuplot-nox); installs "
@@ -782,7 +897,9 @@ int bench_matrix(ArgCursor& cur) {
             note(fmt::format("skipping {}: {}", c.id, fmt::join(missing, "; ")));
             continue;
         }
-        CaseRun run{std::move(c), "", std::vector<ArmResult>(std::size(kArmKinds))};
+        CaseRun run{};
+        run.spec = std::move(c);
+        run.arms.resize(std::size(kArmKinds));
         run.path = run.spec.figure == Figure::ConsumerCpu ? exe : *tool(run.spec.argv[0]).path;
         rep.runs.push_back(std::move(run));
     }
@@ -799,9 +916,12 @@ int bench_matrix(ArgCursor& cur) {
     if (const Located& cat = tool("cat"); cat.path) check_preload(*cat.path, rep.library, envs);
 
     rep.host = host_facts();
-    const std::size_t total = a.rounds * rep.runs.size() * std::size(kArmKinds);
-    fmt::print(stderr, "pipespin: {}: {} case(s) x {} arms x {} round(s) = {} runs\n", kCommand,
-               rep.runs.size(), std::size(kArmKinds), a.rounds, total);
+    std::size_t floors = 0;
+    for (const CaseRun& run : rep.runs) floors += run.spec.floor != Floor::None ? 1 : 0;
+    const std::size_t total = a.rounds * (rep.runs.size() * std::size(kArmKinds) + floors);
+    fmt::print(stderr,
+               "pipespin: {}: ({} case(s) x {} arms + {} floor(s)) x {} round(s) = {} runs\n",
+               kCommand, rep.runs.size(), std::size(kArmKinds), floors, a.rounds, total);
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t round = 0; round < a.rounds; ++round) {
         for (CaseRun& run : rep.runs) {
@@ -814,6 +934,13 @@ int bench_matrix(ArgCursor& cur) {
                            run.spec.id, kArmKinds[i].name, seconds_text(s.wall_us),
                            seconds_text(s.cpu_us));
             }
+            if (run.spec.floor == Floor::None) continue;
+            const double us = run_floor(exe, run, plain);
+            run.floor_samples.push_back(us);
+            ++rep.run_count;
+            fmt::print(stderr, "[{:>{}}/{}] round {}/{} {:<16} {:<8} {} µs per {}\n", rep.run_count,
+                       std::to_string(total).size(), total, round + 1, a.rounds, run.spec.id,
+                       "floor", per_op_text(us), run.spec.op);
         }
     }
     rep.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -250,7 +250,7 @@ case_bench_env_hygiene() {
 
 case_bench_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
-  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "sparse 5"; do
+  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5"; do
     expect_status 0 "$pipespin" bench-worker $args
     grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
     LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
@@ -259,6 +259,7 @@ case_bench_worker() {
   expect_status 1 "$pipespin" bench-worker pingpong --expect-shim 100
   expect_in "$work/err" "not loaded"
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
+  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor-blocks --expect-no-shim 100
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
 }
 
@@ -276,7 +277,7 @@ case_bench_matrix() {
   expect_in "$md" "spin_us 20"
   expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op |"
   expect_in "$md" "Acceptance"
-  expect_in "$md" "| check | value | threshold | result |"
+  expect_in "$md" "| check | value | threshold | bound on this host | result |"
   # One row per arm of each case that ran, and a note for each that did not.
   for c in $matrix_cases; do
     if grep -qF "skipping $c:" "$md"; then
@@ -288,9 +289,24 @@ case_bench_matrix() {
   # The cases that need only coreutils and pipespin always run.
   for c in dd-cat seq-wc sparse; do expect_in "$md" "| $c | adaptive | "; done
   expect_in "$md" "(consumer)"
-  # Progress: one line per run on stderr.
+  # The floors: a row with a positive bound for each case that has one and
+  # ran, that bound again in its speed-up check, and none for the others.
+  floors=0
+  for c in perf-pipe perf-threads dd-cat; do
+    grep -qF "| $c | adaptive | " "$md" || continue
+    floors=$((floors + 1))
+    grep -qE "^\| $c \| \`pipespin bench-worker floor(-blocks)? --expect-no-shim [0-9]+\`: .* \| [0-9.]+ µs per [a-z ]+ \| [0-9.]*[1-9][0-9.]*x \|\$" "$md" ||
+      { cat "$md" >&2; fail "no floor row with a positive bound for $c"; }
+    grep -qE "^\| \`$c\`: [a-z ,/-]*no shim / adaptive \(wall\) \| [0-9.]+ \| ≥ [0-9.]+ \| [0-9.]*[1-9][0-9.]* \| (PASS|FAIL|unreachable here \(bound [0-9.]+\)) \|\$" "$md" ||
+      { cat "$md" >&2; fail "no bound in the speed-up check of $c"; }
+  done
+  [ "$(grep -c '^| [a-z0-9-]* | `pipespin bench-worker floor' "$md")" -eq "$floors" ] || { cat "$md" >&2; fail "floor rows"; }
+  expect_in "$md" "| \`seq-wc\`: no shim / adaptive (wall) | "
+  grep -qE '^\| `seq-wc`: no shim / adaptive \(wall\) \| [0-9.]+ \| ≥ 1 \|  \| (PASS|FAIL) \|$' "$md" ||
+    { cat "$md" >&2; fail "seq-wc has a bound"; }
+  # Progress: one line per run and floor on stderr.
   [ "$(grep -c '^\[ *[0-9]*/[0-9]*\] round 1/1 ' "$work/err")" -eq \
-    $(( $(grep -c '^| [a-z0-9-]* | adaptive | ' "$md") * 4 )) ] || { cat "$work/err" >&2; fail "progress lines"; }
+    $(( $(grep -c '^| [a-z0-9-]* | adaptive | ' "$md") * 4 + floors )) ] || { cat "$work/err" >&2; fail "progress lines"; }
   if command -v gnuplot >/dev/null; then
     [ -s "$work/m.png" ] || fail "no PNG"
     [ "$(head -c 8 "$work/m.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
@@ -312,7 +328,61 @@ for c in d["cases"]:
         assert len(a["wall_us"]) == 1 and len(a["cpu_us"]) == 1, a
         assert a["median_wall_us"] > 0 and a["cpu_us_per_op"] >= 0, a
 assert any(c["check"].startswith("`sparse`") for c in d["acceptance"]), d["acceptance"]
+# Each floor's bound is the no-shim wall per operation over the floor per
+# operation; only the ping-pongs and dd | cat have one.
+bounds = {}
+for c in d["cases"]:
+    f = c["floor"]
+    if c["id"] not in ("perf-pipe", "perf-threads", "dd-cat"):
+        assert f is None, c
+        continue
+    assert len(f["us_per_op"]) == 1 and f["median_us_per_op"] == f["us_per_op"][0] > 0, f
+    want = c["arms"][0]["median_wall_us"] / c["ops"] / f["median_us_per_op"]
+    assert f["bound"] > 0 and abs(f["bound"] / want - 1) < 1e-3, (c["id"], f["bound"], want)
+    bounds[c["id"]] = f["bound"]
+assert "dd-cat" in bounds, bounds
+# A check has its case's bound when it is a wall speed-up against no shim,
+# and its verdict follows from value, threshold and bound.
+seen = set()
+for chk in d["acceptance"]:
+    case = chk["check"].split("`")[1]
+    speedup = chk["check"].endswith("no shim / adaptive (wall)")
+    assert chk["bound"] == (bounds.get(case) if speedup else None), chk
+    if chk["value"] == "not run":
+        assert chk["result"] == "not run" and chk["pass"] is None, chk
+        continue
+    v, (op, t), b = float(chk["value"]), chk["threshold"].split(), chk["bound"]
+    t = float(t)
+    if abs(v - t) < 2e-3 or (b is not None and abs(b - t) < 2e-3):
+        continue  # too close to call from the rounded figures
+    met = v >= t if op == "≥" else v <= t
+    want = "PASS" if met else "unreachable" if op == "≥" and b is not None and b < t else "FAIL"
+    assert chk["result"] == want, (chk, want)
+    assert chk["pass"] == ({"PASS": True, "FAIL": False}.get(want)), chk
+    seen.add(want)
+print("verdicts seen:", sorted(seen))
 EOF2
+  # The Markdown says the same as the JSON.
+  python3 - "$work/m.json" "$md" <<'EOF3' || fail "Markdown and JSON disagree"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for line in open(sys.argv[2]):
+    if line.startswith("| `"):
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        rows[cells[0]] = cells[1:]
+close = lambda text, x, tol: abs(float(text) - x) <= tol
+for chk in d["acceptance"]:
+    value, threshold, bound, result = rows[chk["check"]]
+    assert (value, threshold) == (chk["value"], chk["threshold"]), (rows[chk["check"]], chk)
+    b = chk["bound"]
+    assert (bound == "") if b is None else close(bound, b, 1.5e-3), (bound, chk)
+    if chk["result"] == "unreachable":
+        m = re.fullmatch(r"unreachable here \(bound ([0-9.]+)\)", result)
+        assert m and close(m.group(1), b, 0.011), (result, chk)
+    else:
+        assert result == chk["result"], (result, chk)
+EOF3
 }
 
 # A PATH with only what the pipelines need: perf, hackbench and gnuplot are

@@ -1,0 +1,48 @@
+// bench matrix's acceptance arithmetic (tools/matrix_verdict.h): the bound a
+// floor puts on a wall speed-up, and which verdict a check gets with it.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include "matrix_verdict.h"
+
+using namespace pipespin::cli;
+
+TEST_CASE("the bound is the no-shim wall per operation over the floor per operation") {
+    // 20000 round trips in 400 ms without the shim, 5 µs each in one thread.
+    REQUIRE(speedup_bound(400'000, 20'000, 5.0) == Approx(4.0));
+    // 40000 blocks in 530 ms, 9 µs each written and read back in one thread.
+    REQUIRE(speedup_bound(530'000, 40'000, 9.0) == Approx(530'000.0 / 40'000 / 9.0));
+    // A slower floor is a lower bound, a slower no-shim run a higher one.
+    REQUIRE(*speedup_bound(400'000, 20'000, 10.0) < *speedup_bound(400'000, 20'000, 5.0));
+    REQUIRE(*speedup_bound(800'000, 20'000, 5.0) > *speedup_bound(400'000, 20'000, 5.0));
+}
+
+TEST_CASE("no bound without something to divide") {
+    REQUIRE_FALSE(speedup_bound(400'000, 0, 5.0));
+    REQUIRE_FALSE(speedup_bound(400'000, 20'000, 0.0));
+    REQUIRE_FALSE(speedup_bound(0, 20'000, 5.0));
+}
+
+TEST_CASE("verdicts without a bound are PASS and FAIL as before") {
+    REQUIRE(verdict(std::nullopt, true, 1.5, std::nullopt) == Verdict::NotRun);
+    REQUIRE(verdict(std::nullopt, true, 1.5, 1.2) == Verdict::NotRun);
+    REQUIRE(verdict(1.5, true, 1.5, std::nullopt) == Verdict::Pass);
+    REQUIRE(verdict(1.49, true, 1.5, std::nullopt) == Verdict::Fail);
+    REQUIRE(verdict(1.5, false, 1.5, std::nullopt) == Verdict::Pass);
+    REQUIRE(verdict(1.51, false, 1.5, std::nullopt) == Verdict::Fail);
+}
+
+TEST_CASE("a miss is unreachable only when the threshold is above the bound") {
+    // perf-pipe here: 2.8x measured, 20x asked, 3.2x possible.
+    REQUIRE(verdict(2.8, true, 20, 3.2) == Verdict::Unreachable);
+    // dd-cat here: 1.18x measured, 1.5x asked, 1.47x possible.
+    REQUIRE(verdict(1.18, true, 1.5, 1.47) == Verdict::Unreachable);
+    // A threshold within the bound is a plain failure, even at the bound.
+    REQUIRE(verdict(1.18, true, 1.5, 1.5) == Verdict::Fail);
+    REQUIRE(verdict(1.18, true, 1.5, 2.0) == Verdict::Fail);
+    REQUIRE(verdict(1.6, true, 1.5, 2.0) == Verdict::Pass);
+    // Meeting the threshold passes even above a (noisy) bound.
+    REQUIRE(verdict(1.6, true, 1.5, 1.4) == Verdict::Pass);
+    // A bound limits how large a value can be: it says nothing for "at most" checks.
+    REQUIRE(verdict(1.6, false, 1.5, 1.0) == Verdict::Fail);
+}
