@@ -72,7 +72,8 @@ std::string_view floor_loop(Floor f) {
 std::string_view floor_about(Floor f) {
     return f == Floor::RoundTrips ? "1-byte round trips over two pipes within one thread"
                                   : "64 KiB blocks written into a pipe and read back within one "
-                                    "thread";
+                                    "thread, less as many zero-length write+read pairs (the "
+                                    "copies alone)";
 }
 
 struct Case {
