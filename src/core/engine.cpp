@@ -263,7 +263,9 @@ void maybe_stats_tick() noexcept {
                           next, now + g_runtime.stats_period_ns.load(std::memory_order_relaxed),
                           std::memory_order_relaxed))
         return;
+    const int saved_errno = errno;  // the hooks may call libc; the caller's errno stays
     tick();
+    errno = saved_errno;
 }
 
 // The policy's budget for this fd now. In adaptive mode a budget that would
@@ -317,7 +319,9 @@ void maybe_reload() noexcept {
     if (now < next || !g_runtime.reload_next_ns.compare_exchange_strong(
                           next, now + period_ms * 1'000'000u, std::memory_order_relaxed))
         return;
+    const int saved_errno = errno;
     hook();
+    errno = saved_errno;
 }
 
 // A call is about to spin or block (or nothing spins, see never_spins).
@@ -366,55 +370,60 @@ void passthrough_hooks(const IoCounters& c) noexcept {
 // A call on a tracked pipe that will not spin. Whatever it still has to
 // count is done here, before its real call, when nothing needs the call's
 // result: the policy is not measuring (SpinPolicy::count_early) and the
-// statistics do not count bytes. The plan then carries no after_call()
-// work, and the wrapper touches nothing of ours once the real call has
-// returned: where a process switch separates every call from the next, each
-// page and cache line touched is cold again (docs/policy.md, "What it
-// costs").
-void settle_early(Plan& plan, DirState& st, const PolicyParams& params) noexcept {
-    if (g_runtime.count_bytes.load(std::memory_order_relaxed)) return;
-    if (!SpinPolicy::count_early(st.policy, params)) return;
+// statistics do not count bytes. Then (true) nothing is left for after the
+// real call, and the wrapper hands the call to libc as a tail call.
+bool settle_early(DirState& st, const PolicyParams& params) noexcept {
+    if (g_runtime.count_bytes.load(std::memory_order_relaxed)) return false;
+    if (!SpinPolicy::count_early(st.policy, params)) return false;
     bump(st.calls);
-    plan.dir = nullptr;
-    plan.ctr = nullptr;
+    return true;
 }
 
-// What every read- or write-side wait starts with: the fd's state for `dir`,
-// the plan that counts the call there, and the policy's budget now. False
-// when there is nothing to spin for: the fd is not a tracked pipe open for
-// `dir` (plan.dir stays null), or the budget is 0 (the pass-through work is
-// done, and settle_early() had its say); the caller then returns its plan
-// as it is.
-bool begin_wait(int fd, Dir dir, Plan& plan, FdInfo& info, PolicyParams& params,
-                std::uint64_t& budget) noexcept {
-    info = g_table.lookup(fd, classify_fd);
-    if (!info.can(dir)) return false;
+// The cheap first step of every read- or write-side wait (engine.h,
+// Begun): the fd's slot and the budget now, or a null slot when the real
+// call is all there is to do.
+Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
+    if (n == 0) return {};
+    const FdInfo info = g_table.lookup(fd, classify_fd);
+    if (!info.can(dir)) return {};
     DirState& st = info.slot->dir[static_cast<int>(dir)];
+    const PolicyParams params = g_runtime.params();
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
+    if (budget != 0) return {info.slot, budget};
+    if (never_spins(dir_on, params)) passthrough_hooks(st);
+    look_for_no_cpu(params);
+    if (settle_early(st, params)) return {};
+    return {info.slot, 0};
+}
+
+// The second step, from a non-null Begun: the plan that counts the call on
+// the fd's state for `dir`. False when there is nothing to spin for (the
+// budget is 0: the call is counted after it; or the fd was closed and its
+// number reused meanwhile: the real call decides alone); the caller then
+// returns its plan as it is.
+bool resume(const Begun& b, Dir dir, Plan& plan, FdInfo& info) noexcept {
+    if (b.slot == nullptr) return false;
+    info = FdInfo{b.slot, b.slot->word.load(std::memory_order_acquire)};
+    if (!info.can(dir)) return false;
+    DirState& st = b.slot->dir[static_cast<int>(dir)];
     plan.dir = &st;
     plan.ctr = &st;
-    params = g_runtime.params();
-    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    budget = dir_on ? budget_for(st, params) : 0;
-    if (budget != 0) return true;
-    if (never_spins(dir_on, params)) passthrough_hooks(st);
-    settle_early(plan, st, params);
-    look_for_no_cpu(params);
-    return false;
+    return b.budget != 0;
 }
 
 // Shared by read and write: one look; if the fd would block and is in
 // blocking mode, spin within the policy's budget.
 // readv passes its iovecs (and n = 1: the kernel knows the size), writev
 // iov = null and n = SIZE_MAX (only ever probed, never tried).
-Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
+Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
              const void* iov = nullptr, int iovcnt = 0) {
-    if (n == 0) return {};
     Plan plan;
     FdInfo info;
-    PolicyParams params;
-    std::uint64_t budget = 0;
-    if (!begin_wait(fd, dir, plan, info, params, budget)) return plan;
+    if (!resume(b, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
+    const PolicyParams params = g_runtime.params();
+    const std::uint64_t budget = b.budget;
 
     const bool reading = dir == Dir::Read;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
@@ -437,7 +446,7 @@ Plan wait_io(int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
         case Look::Answer:
             return done(&st, look.result);
         case Look::Ready:
-            settle_early(plan, st, params);
+            if (settle_early(st, params)) plan.dir = nullptr, plan.ctr = nullptr;
             return plan;
         case Look::Pending:
             break;
@@ -529,12 +538,28 @@ void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
     g_runtime.stats_tick.store(period_ns != 0 ? tick : nullptr, std::memory_order_release);
 }
 
+Begun begin_read(int fd, std::size_t n) noexcept {
+    return begin_io(fd, Dir::Read, n);
+}
+
+Begun begin_write(int fd, std::size_t n) noexcept {
+    return begin_io(fd, Dir::Write, n);
+}
+
+Plan continue_read(Begun b, int fd, void* buf, std::size_t n) {
+    return wait_io(b, fd, Dir::Read, buf, n);
+}
+
+Plan continue_write(Begun b, int fd, const void* buf, std::size_t n) {
+    return wait_io(b, fd, Dir::Write, const_cast<void*>(buf), n);
+}
+
 Plan before_read(int fd, void* buf, std::size_t n) {
-    return wait_io(fd, Dir::Read, buf, n);
+    return continue_read(begin_read(fd, n), fd, buf, n);
 }
 
 Plan before_write(int fd, const void* buf, std::size_t n) {
-    return wait_io(fd, Dir::Write, const_cast<void*>(buf), n);
+    return continue_write(begin_write(fd, n), fd, buf, n);
 }
 
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
@@ -745,10 +770,11 @@ Plan before_ready(int fd, Dir dir, Via via) {
     Plan plan;
     plan.per_call = true;
     FdInfo info;
-    PolicyParams params;
-    std::uint64_t budget = 0;
-    if (!begin_wait(fd, dir, plan, info, params, budget)) return plan;
+    const Begun b = begin_io(fd, dir, 1);
+    if (!resume(b, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
+    const PolicyParams params = g_runtime.params();
+    const std::uint64_t budget = b.budget;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
     Hold hold{fd};
     hold.may_hold = false;
@@ -761,7 +787,7 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 0};
     const SignalMark mark;
     if (look(0) != Look::Pending) {
-        settle_early(plan, st, params);
+        if (settle_early(st, params)) plan.dir = nullptr, plan.ctr = nullptr;
         return plan;
     }
     SpinEnd end;
@@ -773,12 +799,13 @@ Plan before_readv(int fd, const void* iov, int iovcnt) {
     // A count the kernel refuses is the real call's EINVAL (and must not
     // pass for "RWF_NOWAIT unsupported on this fd").
     if (iovcnt <= 0 || iovcnt > IOV_MAX) return {};
-    return wait_io(fd, Dir::Read, nullptr, 1, Via::Vector, iov, iovcnt);
+    return wait_io(begin_io(fd, Dir::Read, 1), fd, Dir::Read, nullptr, 1, Via::Vector, iov, iovcnt);
 }
 
 Plan before_writev(int fd, const void*, int iovcnt) {
     if (iovcnt <= 0 || iovcnt > IOV_MAX) return {};
-    return wait_io(fd, Dir::Write, nullptr, SIZE_MAX, Via::Vector);
+    return wait_io(begin_io(fd, Dir::Write, SIZE_MAX), fd, Dir::Write, nullptr, SIZE_MAX,
+                   Via::Vector);
 }
 
 Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t timeout_ns,

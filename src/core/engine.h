@@ -116,6 +116,24 @@ inline bool pass_straight() noexcept {
     return true;
 }
 
+// A read or write in two steps, so that the wrapper can hand most calls to
+// libc as a tail call: after the real call returns, nothing of the shim's
+// runs, not even the wrapper's own return (where every call is separated
+// from the next by a process switch, each page touched after a syscall
+// costs; docs/policy.md, "What it costs").
+//  1. begin_*(): cheap, for every call; leaves errno alone. A null slot
+//     means the real call is all there is to do (not a tracked pipe, or a
+//     call that will not spin and was already counted).
+//  2. continue_*(), only for a non-null slot: the plan, as before_*().
+struct Begun {
+    FdSlot* slot = nullptr;
+    std::uint64_t budget = 0;  // the spin budget; 0: none, count the call after it
+};
+Begun begin_read(int fd, std::size_t n) noexcept;
+Begun begin_write(int fd, std::size_t n) noexcept;
+Plan continue_read(Begun b, int fd, void* buf, std::size_t n);
+Plan continue_write(Begun b, int fd, const void* buf, std::size_t n);
+// Both steps at once.
 Plan before_read(int fd, void* buf, std::size_t n);
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).

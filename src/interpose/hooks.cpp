@@ -32,15 +32,53 @@ using namespace pipespin::interpose;
 
 namespace {
 
-ssize_t do_read(int fd, void* buf, size_t n) {
-    if (!engaged()) [[unlikely]] {
-        if (real_read != nullptr) return real_read(fd, buf, n);
-        return to_libc(sys::read(fd, buf, n));
-    }
-    if (pass_straight()) return real_read(fd, buf, n);
+// Before the constructor, or inside the shim's own slow-path code.
+[[gnu::noinline]] ssize_t read_unengaged(int fd, void* buf, size_t n) {
+    if (real_read != nullptr) return real_read(fd, buf, n);
+    return to_libc(sys::read(fd, buf, n));
+}
+
+[[gnu::noinline]] ssize_t write_unengaged(int fd, const void* buf, size_t n) {
+    if (real_write != nullptr) return real_write(fd, buf, n);
+    return to_libc(sys::write(fd, buf, n));
+}
+
+// A call the shim may spin for, or must count after it.
+[[gnu::noinline]] ssize_t read_waiting(Begun b, int fd, void* buf, size_t n) {
     const int saved = errno;
-    Plan plan = before_read(fd, buf, n);
+    Plan plan = continue_read(b, fd, buf, n);
     return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_read(use, buf, n); });
+}
+
+[[gnu::noinline]] ssize_t write_waiting(Begun b, int fd, const void* buf, size_t n) {
+    const int saved = errno;
+    Plan plan = continue_write(b, fd, buf, n);
+    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_write(use, buf, n); });
+}
+
+// read and write: every path ends in a tail call, and the common ones (not
+// a pipe, passing straight, a call that will not spin) in the real
+// function's own, so that libc returns straight to the program. No local
+// here may have its address taken, or the compiler cannot make them tail
+// calls.
+inline ssize_t do_read(int fd, void* buf, size_t n) {
+    if (!engaged()) [[unlikely]]
+        return read_unengaged(fd, buf, n);
+    if (pass_straight()) return real_read(fd, buf, n);
+    const Begun b = begin_read(fd, n);
+    if (b.slot == nullptr) [[likely]]
+        return real_read(fd, buf, n);
+    return read_waiting(b, fd, buf, n);
+}
+
+inline ssize_t do_write(int fd, const void* buf, size_t n) {
+    if (!engaged()) [[unlikely]]
+        return write_unengaged(fd, buf, n);
+    if (pass_straight()) return real_write(fd, buf, n);
+    const Begun b = begin_write(fd, n);
+    if (b.slot == nullptr) [[likely]]
+        return real_write(fd, buf, n);
+    return write_waiting(b, fd, buf, n);
 }
 
 int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
@@ -109,14 +147,7 @@ PIPESPIN_EXPORT ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 }
 
 PIPESPIN_EXPORT ssize_t write(int fd, const void* buf, size_t n) {
-    if (!engaged()) [[unlikely]] {
-        if (real_write != nullptr) return real_write(fd, buf, n);
-        return to_libc(sys::write(fd, buf, n));
-    }
-    if (pass_straight()) return real_write(fd, buf, n);
-    const int saved = errno;
-    Plan plan = before_write(fd, buf, n);
-    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_write(use, buf, n); });
+    return do_write(fd, buf, n);
 }
 
 PIPESPIN_EXPORT int poll(struct pollfd* fds, nfds_t nfds, int timeout) {
