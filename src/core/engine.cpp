@@ -480,7 +480,10 @@ extern "C" void pipespin_release_hold(int held_fd) {
 }
 
 void close_holds_after_fork() noexcept {
+    // Only slots in use are written: a store into a page the child shares
+    // with its parent costs a copy-on-write fault.
     for (auto& slot : g_held) {
+        if (slot.load(std::memory_order_acquire) == 0) continue;
         int v = slot.exchange(0, std::memory_order_acq_rel);
         if (v > 0) sys::close(v - 1);
     }

@@ -20,10 +20,7 @@ std::uint64_t epoch_cost(std::uint64_t elapsed_ns, std::uint64_t bytes) noexcept
 
 // Both experiments are in: exploit the winner. Spinning must win by a
 // margin, since it also costs CPU; a tie goes to not spinning.
-void decide(PolicyState& s) noexcept {
-    const std::uint64_t spin = s.cost_spin.load(kRelaxed);
-    const std::uint64_t plain = s.cost_plain.load(kRelaxed);
-    const bool spin_wins = spin * (100 + SpinPolicy::kMarginPct) < plain * 100;
+void decide(PolicyState& s, bool spin_wins) noexcept {
     const Phase winner = spin_wins ? Phase::Spin : Phase::Plain;
     // The same winner as last time: trust it longer before asking again.
     const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
@@ -47,6 +44,17 @@ void end_exploit_epoch(PolicyState& s) noexcept {
     }
 }
 
+void decide(PolicyState& s) noexcept {
+    const std::uint64_t spin = s.cost_spin.load(kRelaxed);
+    const std::uint64_t plain = s.cost_plain.load(kRelaxed);
+    decide(s, spin * (100 + SpinPolicy::kMarginPct) < plain * 100);
+}
+
+void note_wait(PolicyState& s) noexcept {
+    const std::uint8_t n = s.epoch_waits.load(kRelaxed);
+    if (n != UINT8_MAX) s.epoch_waits.store(n + 1, kRelaxed);
+}
+
 }  // namespace
 
 void PolicyState::reset() noexcept {
@@ -60,6 +68,7 @@ void PolicyState::reset() noexcept {
     phase.store(0, kRelaxed);
     long_waits.store(0, kRelaxed);
     last_winner.store(0, kRelaxed);
+    epoch_waits.store(0, kRelaxed);
 }
 
 std::uint64_t WakeEstimate::get(std::uint64_t ceiling_ns) const noexcept {
@@ -100,6 +109,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         // call moved is not part of the epoch either.
         s.epoch_start_ns.store(now(), kRelaxed);
         s.epoch_bytes.store(0, kRelaxed);
+        s.epoch_waits.store(0, kRelaxed);
         s.epoch_calls.store(calls, kRelaxed);
         return;
     }
@@ -118,7 +128,8 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
     const std::uint64_t t = now();
     const std::uint64_t cost = epoch_cost(t - s.epoch_start_ns.load(kRelaxed), epoch_bytes);
-    if (calls < kEpochCalls) {
+    const bool never_waited = phase == Phase::TrySpin && s.epoch_waits.load(kRelaxed) == 0;
+    if (calls < kEpochCalls && !never_waited) {
         // The other way's last cost is known and this epoch already costs
         // kEarlyFactor times as much: finishing it would only pay more of
         // that price (a ping-pong's TryPlain epoch sleeps on every call).
@@ -133,10 +144,15 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     s.epoch_calls.store(1, kRelaxed);
     s.epoch_bytes.store(0, kRelaxed);
     s.epoch_start_ns.store(t, kRelaxed);
+    s.epoch_waits.store(0, kRelaxed);
 
     switch (phase) {
         case Phase::TrySpin:
             s.cost_spin.store(cost, kRelaxed);
+            if (never_waited) {
+                decide(s, false);  // nothing to measure against
+                break;
+            }
             start_phase(s, Phase::TryPlain, 0);
             break;
         case Phase::TryPlain:
@@ -167,12 +183,15 @@ bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
 }
 
 void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {
+    note_wait(s);
     s.long_waits.store(kLongWaitLimit, kRelaxed);
 }
 
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                          const WaitObservation& o) noexcept {
-    if (p.mode != Mode::Adaptive || !o.spun || o.spin_hit) return;
+    if (p.mode != Mode::Adaptive || !o.spun) return;
+    note_wait(s);
+    if (o.spin_hit) return;
     wake.observe(o.block_ns, p.max_spin_ns);
     // The peer took far longer than the spin: spinning on this fd only burns
     // CPU. After a few such waits stop spinning for the rest of the epoch;

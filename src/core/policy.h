@@ -51,6 +51,7 @@ struct PolicyState {
     std::atomic<std::uint8_t> phase{0};
     std::atomic<std::uint8_t> long_waits{0};   // waits this epoch that outlasted the spin
     std::atomic<std::uint8_t> last_winner{0};  // Phase::Spin/Plain of the last decision, 0 none
+    std::atomic<std::uint8_t> epoch_waits{0};  // waits this epoch (spun, or refused a CPU), capped
 
     void reset() noexcept;
     Phase get_phase() const noexcept {
@@ -87,6 +88,9 @@ public:
     // A measuring epoch that after kEarlyCalls calls (or 2x, 4x as many)
     // costs kEarlyFactor times what the other way cost last ends there:
     // such a loser cannot win in the calls left, and each of them pays.
+    // A TrySpin epoch without a single wait by then ends too: spinning
+    // cannot matter to a fd that never waits (a writer into a pipe with
+    // room), and not spinning wins, as a repeat when it won before.
     static constexpr std::uint32_t kEarlyCalls = 8;
     static constexpr std::uint64_t kEarlyFactor = 2;
     static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up

@@ -266,10 +266,9 @@ void ProcessCounters::add_to(StatsSnapshot& s) const noexcept {
 void ProcessCounters::clear() noexcept {
     for (auto& kind : c)
         for (auto& dir : kind) dir.clear();
-    for (auto& v : via) {
-        v.spins.store(0, kRelaxed);
-        v.spin_hits.store(0, kRelaxed);
-    }
+    for (auto& v : via)  // only where there is something to clear (IoCounters::clear)
+        for (auto* a : {&v.spins, &v.spin_hits})
+            if (a->load(kRelaxed) != 0) a->store(0, kRelaxed);
 }
 
 std::string_view kind_name(StatKind k) noexcept {

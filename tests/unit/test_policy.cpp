@@ -36,6 +36,7 @@ struct Sim {
     std::uint64_t wake_ns = 20 * kUs;
     std::uint64_t call_ns = 1 * kUs;
     std::uint64_t spins = 0, calls = 0, max_budget = 0;
+    std::uint64_t measuring = 0;  // calls made in a measuring epoch
 
     Sim() { g_now = 1'000'000; }
 
@@ -45,6 +46,8 @@ struct Sim {
         max_budget = std::max(max_budget, budget);
         if (by_mode) st = (*by_mode)(budget > 0);
         ++calls;
+        const Phase phase = s.get_phase();
+        if (phase == Phase::TrySpin || phase == Phase::TryPlain) ++measuring;
         // As the engine does (without statistics lines): a call that will
         // not spin is counted before it, when the policy allows that.
         const bool early =
@@ -297,4 +300,19 @@ TEST_CASE("a new ping-pong pays few sleeps to learn that spinning wins", "[polic
     const std::uint64_t spun = sim.run(n, kShort);
     CAPTURE(n - spun);
     CHECK(n - spun <= 2 * SpinPolicy::kEpochCalls);
+}
+
+TEST_CASE("a fd that never waits spends few calls measuring", "[policy]") {
+    // A writer into a pipe that always has room (hackbench's senders): each
+    // measuring pair would cost two epochs of non-blocking tries and counts
+    // after the call, for nothing; a TrySpin epoch without a wait ends at
+    // its first look instead.
+    Sim sim;
+    const std::uint64_t n = 200 * SpinPolicy::kEpochCalls;
+    sim.run(n, Step{0, 100});
+    CAPTURE(sim.measuring);
+    CHECK(sim.spins == 0);
+    // One kEarlyCalls look per exploit run (4, 8, ... 64 epochs).
+    CHECK(sim.measuring <= 8 * SpinPolicy::kEarlyCalls);
+    CHECK(sim.s.get_phase() == Phase::Plain);
 }
