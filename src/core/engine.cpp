@@ -290,12 +290,19 @@ bool may_pass_straight(const PolicyParams& params) noexcept {
     return params.mode == Mode::Adaptive && !g_runtime.count_bytes.load(std::memory_order_relaxed);
 }
 
+// The next kPassCalls reads and writes of this thread pass straight; the
+// first one after them looks again.
+void start_passing() noexcept {
+    t_pass_calls = kPassCalls;
+    t_calls_since_look = kPassLookEvery - 1;
+}
+
 // A read or write that will not spin: now and then, whether the host is
 // oversubscribed, and if so, pass the next calls straight through.
 void look_for_no_cpu(const PolicyParams& params) noexcept {
     if (++t_calls_since_look < kPassLookEvery || !may_pass_straight(params)) return;
     t_calls_since_look = 0;
-    if (params.usable_cpus < 2 || oversubscribed(sys::now_ns())) t_pass_calls = kPassCalls;
+    if (params.usable_cpus < 2 || oversubscribed(sys::now_ns())) start_passing();
 }
 
 // Nothing in this process can spin in this direction: no call ever takes
@@ -340,10 +347,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
-        if (may_pass_straight(params)) {
-            t_pass_calls = kPassCalls;
-            t_calls_since_look = 0;
-        }
+        if (may_pass_straight(params)) start_passing();
         return false;
     }
     std::uint64_t spent = 0;

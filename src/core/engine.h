@@ -103,10 +103,12 @@ void set_reload_hook(ReloadHook hook) noexcept;
 // even the lookups and counts a call costs are what interposition adds to
 // every call (hackbench: 40 processes on 2 CPUs). The wrapper asks
 // pass_straight() first, which touches only this thread's counter. The host
-// is looked at again (/proc/loadavg, at most every 5 ms per process) once
-// the calls are used up, and after every kPassLookEvery calls that did not
-// pass straight, so a thread that never waits still notices.
-inline constexpr std::uint32_t kPassCalls = 4096;
+// is looked at again (/proc/loadavg, at most every 5 ms per process) by
+// the first call after they are used up, and after every kPassLookEvery
+// calls that did not pass straight, so a thread that never waits notices
+// too. kPassCalls is short (a few epochs) so that a moment's load, which a
+// look may catch on an otherwise idle host, costs a ping-pong little.
+inline constexpr std::uint32_t kPassCalls = 256;
 inline constexpr std::uint32_t kPassLookEvery = 64;
 extern constinit thread_local std::uint32_t t_pass_calls [[gnu::tls_model("initial-exec")]];
 inline bool pass_straight() noexcept {
