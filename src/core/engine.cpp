@@ -13,7 +13,6 @@ namespace pipespin {
 
 constinit thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
 constinit thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]] = 0;
-constinit thread_local std::uint32_t t_pass_calls [[gnu::tls_model("initial-exec")]] = 0;
 
 bool restarts(int sig) noexcept {
     struct {
@@ -279,32 +278,6 @@ bool cpu_free_for_peer(const PolicyParams& params) noexcept {
     return !oversubscribed(sys::now_ns());
 }
 
-// Calls that did not pass straight, since this thread last looked at the
-// run queue (see pass_straight() in engine.h).
-constinit thread_local std::uint32_t t_calls_since_look [[gnu::tls_model("initial-exec")]] = 0;
-
-// Only where passing straight loses nothing anyone reads: in adaptive mode
-// (off and fixed have their own promises) and without statistics lines
-// (whose counts would miss the calls).
-bool may_pass_straight(const PolicyParams& params) noexcept {
-    return params.mode == Mode::Adaptive && !g_runtime.count_bytes.load(std::memory_order_relaxed);
-}
-
-// The next kPassCalls reads and writes of this thread pass straight; the
-// first one after them looks again.
-void start_passing() noexcept {
-    t_pass_calls = kPassCalls;
-    t_calls_since_look = kPassLookEvery - 1;
-}
-
-// A read or write that will not spin: now and then, whether the host is
-// oversubscribed, and if so, pass the next calls straight through.
-void look_for_no_cpu(const PolicyParams& params) noexcept {
-    if (++t_calls_since_look < kPassLookEvery || !may_pass_straight(params)) return;
-    t_calls_since_look = 0;
-    if (params.usable_cpus < 2 || oversubscribed(sys::now_ns())) start_passing();
-}
-
 // Nothing in this process can spin in this direction: no call ever takes
 // the slow path, so every call on a tracked pipe may run the slow-path
 // hooks (the control arm of an A/B test must report on the same schedule as
@@ -347,7 +320,6 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
-        if (may_pass_straight(params)) start_passing();
         return false;
     }
     std::uint64_t spent = 0;
@@ -396,7 +368,6 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
     if (budget != 0) return {info.slot, budget};
     if (never_spins(dir_on, params)) passthrough_hooks(st);
-    look_for_no_cpu(params);
     if (settle_early(st, params)) return {};
     return {info.slot, 0};
 }

@@ -97,27 +97,6 @@ void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
 // reload_ms, set by configure().
 void set_reload_hook(ReloadHook hook) noexcept;
 
-// A thread that finds no CPU free for its peers (adaptive mode, no
-// statistics lines) passes its next kPassCalls reads and writes straight to
-// the real function: on an oversubscribed host nothing may spin, and then
-// even the lookups and counts a call costs are what interposition adds to
-// every call (hackbench: 40 processes on 2 CPUs). The wrapper asks
-// pass_straight() first, which touches only this thread's counter. The host
-// is looked at again (/proc/loadavg, at most every 5 ms per process) by
-// the first call after they are used up, and after every kPassLookEvery
-// calls that did not pass straight, so a thread that never waits notices
-// too. kPassCalls is short (a few epochs) so that a moment's load, which a
-// look may catch on an otherwise idle host, costs a ping-pong little.
-inline constexpr std::uint32_t kPassCalls = 256;
-inline constexpr std::uint32_t kPassLookEvery = 64;
-extern constinit thread_local std::uint32_t t_pass_calls [[gnu::tls_model("initial-exec")]];
-inline bool pass_straight() noexcept {
-    if (t_pass_calls == 0) [[likely]]
-        return false;
-    --t_pass_calls;
-    return true;
-}
-
 // A read or write in two steps, so that the wrapper can hand most calls to
 // libc as a tail call: after the real call returns, nothing of the shim's
 // runs, not even the wrapper's own return (where every call is separated

@@ -57,14 +57,13 @@ namespace {
 }
 
 // read and write: every path ends in a tail call, and the common ones (not
-// a pipe, passing straight, a call that will not spin) in the real
+// a pipe, a call that will not spin) in the real
 // function's own, so that libc returns straight to the program. No local
 // here may have its address taken, or the compiler cannot make them tail
 // calls.
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
-    if (pass_straight()) return real_read(fd, buf, n);
     const Begun b = begin_read(fd, n);
     if (b.slot == nullptr) [[likely]]
         return real_read(fd, buf, n);
@@ -74,7 +73,6 @@ inline ssize_t do_read(int fd, void* buf, size_t n) {
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
-    if (pass_straight()) return real_write(fd, buf, n);
     const Begun b = begin_write(fd, n);
     if (b.slot == nullptr) [[likely]]
         return real_write(fd, buf, n);
