@@ -9,6 +9,7 @@ pipespin_packages=(
   python3                            # tests parse JSON and drive e2e cases
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
+  time                               # /usr/bin/time for tools/bench/interpose.sh
   xz-utils zstd perl                 # programs `pipespin coverage` runs
   man-db                             # tests/install renders the manual pages
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)
