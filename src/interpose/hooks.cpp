@@ -57,10 +57,10 @@ namespace {
 }
 
 // read and write: every path ends in a tail call, and the common ones (not
-// a pipe, a call that will not spin) in the real
-// function's own, so that libc returns straight to the program. No local
-// here may have its address taken, or the compiler cannot make them tail
-// calls.
+// a pipe, a call that will not spin) in the real function's own, so that
+// libc returns straight to the program. No local here may have its address
+// taken, or the compiler cannot make them tail calls (tests/e2e/
+// check_tailcalls.sh looks at the machine code).
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);

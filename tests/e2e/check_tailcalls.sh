@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Case tailcalls: read, __read_chk and write pass every call on in tail
+# position (a jmp, never a call and a return), so that libc's read and write
+# return straight to the program and nothing of the shim runs after the
+# syscall (docs/policy.md, "What it costs"). The only calls they may make are
+# to the cheap first step (begin_read, begin_write) and to __chk_fail.
+# A local whose address is taken, or work after the real call, turns the
+# jump into a call: this looks at the machine code to catch that.
+#
+#   check_tailcalls.sh OBJDUMP LIB [BUILD_TYPE]
+# Skipped (77) unless the build is optimized: -O0 makes no tail calls.
+set -u
+objdump=$1 lib=$2 build_type=${3:-Release}
+case $build_type in
+  Release|RelWithDebInfo|MinSizeRel) ;;
+  *) echo "SKIP: a $build_type build is not optimized for tail calls; run in a Release build" >&2
+     exit 77 ;;
+esac
+code=$("$objdump" -d --no-show-raw-insn -C "$lib") || { echo "FAIL: $objdump -d $lib" >&2; exit 1; }
+status=0
+for fn in read __read_chk write; do
+  body=$(awk -v f="<$fn>:" '$2 == f {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
+  if [[ -z $body ]]; then
+    echo "FAIL: no function $fn in $lib" >&2
+    status=1
+    continue
+  fi
+  bad=$(grep -E '[[:space:]]call' <<<"$body" | grep -vE '<pipespin::begin_(read|write)\(|<__chk_fail')
+  if [[ -n $bad ]]; then
+    echo "FAIL: $fn calls where it should jump:" >&2
+    echo "$bad" >&2
+    status=1
+  fi
+  if ! grep -qE '[[:space:]]jmp[[:space:]]+\*' <<<"$body"; then
+    echo "FAIL: $fn never jumps to the real function (no indirect jmp)" >&2
+    status=1
+  fi
+  [[ $status -eq 0 ]] && echo "$fn: every path ends in a jump" >&2
+done
+exit $status
