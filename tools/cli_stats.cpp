@@ -58,8 +58,10 @@ std::string stats_usage() {
         "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
         "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
         "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
-        "(ms), and MiB moved. Only the last line of each process counts (interval lines are "
-        "cumulative). --json prints the same as one object.");
+        "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
+        "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
+        "spins came through. Only the last line of each process counts (interval lines are "
+        "cumulative). --json prints the same as one object, with a \"via\" object per group.");
 }
 
 int stats_main(Args args) {
