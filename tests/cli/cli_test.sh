@@ -520,6 +520,7 @@ case_stats_via() {
     stats_line 20 100 1 exit none hb 32 21 "$(via_members 6 5 3 1 2 2 1 0 4 3 7 2 9 8)"
     stats_line 21 100 0 exit none hb 18 6 "$(via_members 10 4 0 0 5 1 0 0 0 0 1 1 2 0)"
     stats_line 22 100 0 exit none idle 0 0 "$(via_members 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+    stats_line 23 100 0 exit none cat 3 3 "$(via_members 0 0 0 0 3 3 0 0 0 0 0 0 0 0)"
   } >"$work/v.jsonl"
   expect_status 0 "$pipespin" stats --json "$work/v.jsonl"
   python3 - "$work/out" <<'PY' || fail "bad via in stats --json"
@@ -534,14 +535,17 @@ assert g["hb"]["via"] == want, g["hb"]["via"]
 assert g["idle"]["via"] == via([(0, 0)] * 7), g["idle"]["via"]
 for v in [g["hb"]["via"], g["idle"]["via"]]:
     assert list(v) == families, list(v)  # every family, in the shim's order
-assert [a["via"] for a in d["arms"]] == [want], d["arms"]
+total = via([(16, 9), (3, 1), (10, 6), (1, 0), (4, 3), (8, 3), (11, 8)])
+assert [a["via"] for a in d["arms"]] == [total], d["arms"]
 PY
-  # The table: one line below it for the group that spun, under one header.
+  # The table: one line below it for each group that spun, under one header.
   expect_status 0 "$pipespin" stats "$work/v.jsonl"
   sed -n '/^Spins by hook family, spins\/hits (a hit: /,/^$/p' "$work/out" >"$work/via.txt"
   grep -qxE 'hb +none +io=16/9 poll=3/1 stdio=7/3 vector=1/0 select=4/3 epoll=8/3 splice=11/8' "$work/via.txt" ||
     { cat "$work/out"; fail "no spins-by-hook line for hb"; }
-  [ "$(grep -c '=' "$work/via.txt")" = 1 ] || { cat "$work/out"; fail "a spins-by-hook line for a group without spins"; }
+  grep -qxE 'cat +none +io=0/0 poll=0/0 stdio=3/3 vector=0/0 select=0/0 epoll=0/0 splice=0/0' "$work/via.txt" ||
+    { cat "$work/out"; fail "no spins-by-hook line for cat"; }
+  [ "$(grep -c '=' "$work/via.txt")" = 2 ] || { cat "$work/out"; fail "a spins-by-hook line for a group without spins"; }
   [ "$(grep -c '^Spins by hook family' "$work/out")" = 1 ] || { cat "$work/out"; fail "not one header"; }
   # No spins anywhere: no section.
   grep '"idle"' "$work/v.jsonl" >"$work/idle.jsonl"
