@@ -28,12 +28,25 @@ void print_row(const StatsGroup& g) {
         static_cast<double>(t.sleep_ns) / 1e6, static_cast<double>(t.bytes) / (1 << 20));
 }
 
+// The spins per hook family, in the shim's own words (its PIPESPIN_LOG=info
+// exit report): "io=S/H poll=S/H ...". Empty when the group never spun.
+std::string via_text(const StatsGroup& g) {
+    std::uint64_t spins = 0;
+    for (const ViaCount& v : g.counters.via) spins += v.spins;
+    if (spins == 0) return {};
+    std::string out;
+    for (int h = 0; h < kViaCount; ++h)
+        out += fmt::format("{}{}={}/{}", h ? " " : "", via_name(static_cast<Via>(h)),
+                           g.counters.via[h].spins, g.counters.via[h].spin_hits);
+    return out;
+}
+
 std::string group_json(const StatsGroup& g) {
     return fmt::format(
         "{{\"program\":{},\"arm\":{},\"processes\":{},\"running\":{},\"wall_us\":{},"
-        "\"sleeps_avoided\":{},\"counters\":{}}}",
+        "\"sleeps_avoided\":{},\"counters\":{},\"via\":{}}}",
         json_string(g.program), json_string(g.arm), g.processes, g.running, g.wall_us,
-        g.counters.total().spin_hits, snapshot_json(g.counters));
+        g.counters.total().spin_hits, snapshot_json(g.counters), via_json(g.counters));
 }
 
 }  // namespace
@@ -45,8 +58,10 @@ std::string stats_usage() {
         "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
         "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
         "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
-        "(ms), and MiB moved. Only the last line of each process counts (interval lines are "
-        "cumulative). --json prints the same as one object.");
+        "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
+        "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
+        "spins came through. Only the last line of each process counts (interval lines are "
+        "cumulative). --json prints the same as one object, with a \"via\" object per group.");
 }
 
 int stats_main(Args args) {
@@ -96,6 +111,17 @@ int stats_main(Args args) {
     if (groups.size() > 1) {
         fmt::print("\n");
         for (const std::string& arm : arms) print_row(total_of(st.records, arm));
+    }
+    bool via_header = false;
+    for (const StatsGroup& g : groups) {
+        const std::string via = via_text(g);
+        if (via.empty()) continue;
+        if (!via_header)
+            fmt::print(
+                "\nSpins by hook family, spins/hits (a hit: the pipe became ready "
+                "during the spin, a sleep avoided):\n");
+        via_header = true;
+        fmt::print("{:<16} {:<9} {}\n", printable(g.program).substr(0, 16), g.arm, via);
     }
     std::size_t running = 0;
     for (const StatsGroup& g : groups) running += g.running;

@@ -158,4 +158,13 @@ std::string snapshot_json(const StatsSnapshot& s) {
     return out;
 }
 
+std::string via_json(const StatsSnapshot& s) {
+    std::string out = "{";
+    for (int h = 0; h < kViaCount; ++h)
+        out += fmt::format("{}\"{}\":{{\"spins\":{},\"spin_hits\":{}}}", h ? "," : "",
+                           via_name(static_cast<Via>(h)), s.via[h].spins, s.via[h].spin_hits);
+    out += "}";
+    return out;
+}
+
 }  // namespace pipespin::cli

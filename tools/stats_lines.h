@@ -50,5 +50,8 @@ StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view 
 std::string counters_json(const Counters& c);
 // A whole snapshot: {"pipe":{"read":{...},...},"fifo":{...},"total":{...}}.
 std::string snapshot_json(const StatsSnapshot& s);
+// The spins per hook family, as in the shim's line: {"io":{"spins":N,"spin_hits":N},...},
+// every family in the order of Via.
+std::string via_json(const StatsSnapshot& s);
 
 }  // namespace pipespin::cli

@@ -461,11 +461,24 @@ case_coverage() {
   expect_in "$work/err" "unknown program 'frobnicate'"
 }
 
-# A stats line as the shim writes it: PID START SEQ EVENT ARM PROGRAM WAITS HITS.
+# A stats line as the shim writes it: PID START SEQ EVENT ARM PROGRAM WAITS HITS [VIA]
+# (VIA: the members of its "via" object, from via_members).
 stats_line() {
   local c='"calls":10,"waits":'$7',"spins":'$7',"spin_hits":'$8',"spin_misses":0,"spin_ns":1000000,"sleep_ns":0,"bytes":100'
   local z='"calls":0,"waits":0,"spins":0,"spin_hits":0,"spin_misses":0,"spin_ns":0,"sleep_ns":0,"bytes":0'
-  echo '{"v":1,"pid":'$1',"ppid":1,"program":"'$6'","event":"'$4'","arm":"'$5'","seq":'$3',"start_us":'$2',"wall_us":1000000,"sleeps_avoided":'$8',"config":{"mode":"adaptive"},"pipe":{"read":{'$c'},"write":{'$z'},"poll":{'$z'}},"fifo":{"read":{'$z'},"write":{'$z'},"poll":{'$z'}}}'
+  local via=
+  [ $# -ge 9 ] && via=',"via":{'$9'}'
+  echo '{"v":1,"pid":'$1',"ppid":1,"program":"'$6'","event":"'$4'","arm":"'$5'","seq":'$3',"start_us":'$2',"wall_us":1000000,"sleeps_avoided":'$8',"config":{"mode":"adaptive"},"pipe":{"read":{'$c'},"write":{'$z'},"poll":{'$z'}},"fifo":{"read":{'$z'},"write":{'$z'},"poll":{'$z'}}'$via'}'
+}
+# via_members SPINS HITS x 7, in the shim's order: io poll stdio vector select epoll splice.
+via_members() {
+  local out= sep= f
+  for f in io poll stdio vector select epoll splice; do
+    out+=$sep'"'$f'":{"spins":'$1',"spin_hits":'$2'}'
+    sep=,
+    shift 2
+  done
+  echo "$out"
 }
 
 case_stats() {
@@ -499,6 +512,48 @@ PY
   expect_in "$work/err" "missing FILE"
   expect_status 1 "$pipespin" stats "$work/nonexistent"
   expect_in "$work/err" "cannot read"
+}
+
+case_stats_via() {
+  {
+    stats_line 20 100 0 interval none hb 100 100 "$(via_members 100 100 0 0 0 0 0 0 0 0 0 0 0 0)"  # superseded
+    stats_line 20 100 1 exit none hb 32 21 "$(via_members 6 5 3 1 2 2 1 0 4 3 7 2 9 8)"
+    stats_line 21 100 0 exit none hb 18 6 "$(via_members 10 4 0 0 5 1 0 0 0 0 1 1 2 0)"
+    stats_line 22 100 0 exit none idle 0 0 "$(via_members 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
+    stats_line 23 100 0 exit none cat 3 3 "$(via_members 0 0 0 0 3 3 0 0 0 0 0 0 0 0)"
+  } >"$work/v.jsonl"
+  expect_status 0 "$pipespin" stats --json "$work/v.jsonl"
+  python3 - "$work/out" <<'PY' || fail "bad via in stats --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+families = ["io", "poll", "stdio", "vector", "select", "epoll", "splice"]
+def via(pairs):
+    return {f: {"spins": s, "spin_hits": h} for f, (s, h) in zip(families, pairs)}
+want = via([(16, 9), (3, 1), (7, 3), (1, 0), (4, 3), (8, 3), (11, 8)])
+g = {x["program"]: x for x in d["groups"]}
+assert g["hb"]["via"] == want, g["hb"]["via"]
+assert g["idle"]["via"] == via([(0, 0)] * 7), g["idle"]["via"]
+for v in [g["hb"]["via"], g["idle"]["via"]]:
+    assert list(v) == families, list(v)  # every family, in the shim's order
+total = via([(16, 9), (3, 1), (10, 6), (1, 0), (4, 3), (8, 3), (11, 8)])
+assert [a["via"] for a in d["arms"]] == [total], d["arms"]
+PY
+  # The table: one line below it for each group that spun, under one header.
+  expect_status 0 "$pipespin" stats "$work/v.jsonl"
+  sed -n '/^Spins by hook family, spins\/hits (a hit: /,/^$/p' "$work/out" >"$work/via.txt"
+  grep -qxE 'hb +none +io=16/9 poll=3/1 stdio=7/3 vector=1/0 select=4/3 epoll=8/3 splice=11/8' "$work/via.txt" ||
+    { cat "$work/out"; fail "no spins-by-hook line for hb"; }
+  grep -qxE 'cat +none +io=0/0 poll=0/0 stdio=3/3 vector=0/0 select=0/0 epoll=0/0 splice=0/0' "$work/via.txt" ||
+    { cat "$work/out"; fail "no spins-by-hook line for cat"; }
+  [ "$(grep -c '=' "$work/via.txt")" = 2 ] || { cat "$work/out"; fail "a spins-by-hook line for a group without spins"; }
+  [ "$(grep -c '^Spins by hook family' "$work/out")" = 1 ] || { cat "$work/out"; fail "not one header"; }
+  # No spins anywhere: no section.
+  grep '"idle"' "$work/v.jsonl" >"$work/idle.jsonl"
+  expect_status 0 "$pipespin" stats "$work/idle.jsonl"
+  expect_not_in "$work/out" "by hook"
+  expect_status 0 "$pipespin" stats --help
+  tr -s ' \n' ' ' <"$work/out" | grep -qF 'line of spins/hits per hook family (io, poll, stdio, vector, select, epoll, splice)' ||
+    { cat "$work/out"; fail "--help does not describe the spins by hook family"; }
 }
 
 case_stats_from_shim() {
