@@ -35,12 +35,6 @@
 #ifndef PIPESPIN_VERSION
 #error "PIPESPIN_VERSION must be defined by the build (tools/CMakeLists.txt)"
 #endif
-#ifndef PIPESPIN_INSTALL_LIBDIR
-#define PIPESPIN_INSTALL_LIBDIR ""
-#endif
-#ifndef PIPESPIN_MULTIARCH
-#define PIPESPIN_MULTIARCH ""
-#endif
 
 namespace pipespin::cli {
 namespace {
@@ -169,7 +163,7 @@ std::string option_tag(const OptionSpec& spec, std::string_view name, std::strin
 }
 
 struct Paths {
-    std::string libdir = PIPESPIN_INSTALL_LIBDIR;
+    std::string libdir{kInstallLibdir};
     std::string docdir;
     std::string config;   // empty: no system config file is installed
     std::string example;  // preload.conf.example to read (man5)
@@ -252,16 +246,13 @@ std::string man1(const Paths& p) {
         fmt::format("The config file, see pipespin.conf(5). {} is read only if it "
                     "exists; set but empty: no file at all.",
                     kDefaultConfigPath));
-    out +=
-        tagged(bold(std::string(kLibraryEnv)) + "=\\fIPATH\\fR",
-               fmt::format("Read by pipespin itself: the {} to preload. When unset, the first "
-                           "that exists of: ../lib/{} and ../lib/{}{}{} relative to the "
-                           "directory of the pipespin executable (symlinks resolved){}{}.",
-                           kLibraryName, kLibraryName,
-                           std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : PIPESPIN_MULTIARCH,
-                           std::string_view(PIPESPIN_MULTIARCH).empty() ? "" : "/", kLibraryName,
-                           p.libdir.empty() ? "" : ", then ",
-                           p.libdir.empty() ? "" : p.libdir + "/" + std::string(kLibraryName)));
+    out += tagged(bold(std::string(kLibraryEnv)) + "=\\fIPATH\\fR",
+                  fmt::format("Read by pipespin itself: the {} to preload. When unset, the first "
+                              "that exists of: ../lib/{} and ../lib/{}{}{} relative to the "
+                              "directory of the pipespin executable (symlinks resolved){}{}.",
+                              kLibraryName, kLibraryName, kMultiarch, kMultiarch.empty() ? "" : "/",
+                              kLibraryName, p.libdir.empty() ? "" : ", then ",
+                              p.libdir.empty() ? "" : p.libdir + "/" + std::string(kLibraryName)));
 
     out += files_section(p);
     out += ".SH EXIT STATUS\n" + paragraph(exit_status_text());

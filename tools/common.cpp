@@ -24,14 +24,6 @@
 
 extern char** environ;
 
-// The compile-time answers of where this build installs the library.
-#ifndef PIPESPIN_INSTALL_LIBDIR
-#define PIPESPIN_INSTALL_LIBDIR ""
-#endif
-#ifndef PIPESPIN_MULTIARCH
-#define PIPESPIN_MULTIARCH ""
-#endif
-
 namespace pipespin::cli {
 namespace fs = std::filesystem;
 
@@ -149,11 +141,9 @@ std::vector<std::string> library_search_path() {
     if (fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec) {
         const fs::path lib_dir = exe.parent_path() / ".." / "lib";
         candidates.push_back(lib_dir / kLibraryName);
-        if (std::string_view(PIPESPIN_MULTIARCH).size() > 0)
-            candidates.push_back(lib_dir / PIPESPIN_MULTIARCH / kLibraryName);
+        if (!kMultiarch.empty()) candidates.push_back(lib_dir / kMultiarch / kLibraryName);
     }
-    if (std::string_view(PIPESPIN_INSTALL_LIBDIR).size() > 0)
-        candidates.push_back(fs::path(PIPESPIN_INSTALL_LIBDIR) / kLibraryName);
+    if (!kInstallLibdir.empty()) candidates.push_back(fs::path(kInstallLibdir) / kLibraryName);
     std::vector<std::string> out;
     for (const fs::path& c : candidates) {
         std::string path = c.lexically_normal().string();

@@ -16,9 +16,20 @@
 
 #include "core/options.h"
 
+// The compile-time answers of where this build installs the library
+// (tools/CMakeLists.txt defines both for the CLI; empty elsewhere).
+#ifndef PIPESPIN_INSTALL_LIBDIR
+#define PIPESPIN_INSTALL_LIBDIR ""
+#endif
+#ifndef PIPESPIN_MULTIARCH
+#define PIPESPIN_MULTIARCH ""
+#endif
+
 namespace pipespin::cli {
 
 inline constexpr std::string_view kLibraryName = "libpipespin.so";
+inline constexpr std::string_view kInstallLibdir = PIPESPIN_INSTALL_LIBDIR;
+inline constexpr std::string_view kMultiarch = PIPESPIN_MULTIARCH;  // Debian's lib subdirectory
 inline constexpr std::string_view kLibraryEnv = "PIPESPIN_LIBRARY";
 
 // Real path of the running executable (/proc/self/exe), so that a symlinked
