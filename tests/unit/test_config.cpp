@@ -15,16 +15,12 @@
 #include <vector>
 
 #include "core/config.h"
+#include "option_spec.h"
 
 using namespace pipespin;
+using pipespin::test::spec;
 
 namespace {
-
-const OptionSpec& spec(std::string_view name) {
-    const OptionSpec* s = find_option(name);
-    REQUIRE(s != nullptr);
-    return *s;
-}
 
 std::size_t idx(std::string_view name) {
     return option_index(spec(name));

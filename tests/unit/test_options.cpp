@@ -4,16 +4,12 @@
 #include <string>
 
 #include "core/options.h"
+#include "option_spec.h"
 
 using namespace pipespin;
+using pipespin::test::spec;
 
 namespace {
-
-const OptionSpec& spec(std::string_view name) {
-    const OptionSpec* s = find_option(name);
-    REQUIRE(s != nullptr);
-    return *s;
-}
 
 struct Env {
     std::map<std::string, std::string> vars;
