@@ -355,6 +355,14 @@ bool settle_early(DirState& st, const PolicyParams& params) noexcept {
     return true;
 }
 
+// The same for a plan whose fd was ready at the first look: a call counted
+// now leaves after_call() nothing to do.
+void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept {
+    if (!settle_early(st, params)) return;
+    plan.dir = nullptr;
+    plan.ctr = nullptr;
+}
+
 // The cheap first step of every read- or write-side wait (engine.h,
 // Begun): the fd's slot and the budget now, or a null slot when the real
 // call is all there is to do.
@@ -421,7 +429,7 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
         case Look::Answer:
             return done(&st, look.result);
         case Look::Ready:
-            if (settle_early(st, params)) plan.dir = nullptr, plan.ctr = nullptr;
+            settle_plan(plan, st, params);
             return plan;
         case Look::Pending:
             break;
@@ -765,7 +773,7 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 0};
     const SignalMark mark;
     if (look(0) != Look::Pending) {
-        if (settle_early(st, params)) plan.dir = nullptr, plan.ctr = nullptr;
+        settle_plan(plan, st, params);
         return plan;
     }
     SpinEnd end;

@@ -33,6 +33,12 @@ void decide(PolicyState& s, bool spin_wins) noexcept {
     start_phase(s, winner, len);
 }
 
+// The two epochs of the experiment, as against the runs that exploit its
+// winner (Spin, Plain).
+bool measuring(Phase phase) noexcept {
+    return phase == Phase::TrySpin || phase == Phase::TryPlain;
+}
+
 // An exploit epoch is over: one fewer left, or measure again.
 void end_exploit_epoch(PolicyState& s) noexcept {
     const std::uint16_t left = s.exploit_left.load(kRelaxed);
@@ -116,12 +122,11 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     const std::uint64_t epoch_bytes = s.epoch_bytes.load(kRelaxed) + bytes;
     s.epoch_bytes.store(epoch_bytes, kRelaxed);
     const Phase phase = s.get_phase();
-    const bool measuring = phase == Phase::TrySpin || phase == Phase::TryPlain;
     // A measuring epoch looks at its running cost after kEarlyCalls calls
     // and at each doubling (a clock read each), to end early once it has
     // clearly lost (below).
-    const bool look_early =
-        measuring && calls >= kEarlyCalls && (calls & (calls - 1)) == 0 && calls < kEpochCalls;
+    const bool look_early = measuring(phase) && calls >= kEarlyCalls &&
+                            (calls & (calls - 1)) == 0 && calls < kEpochCalls;
     if (calls < kEpochCalls && !look_early) {
         s.epoch_calls.store(calls, kRelaxed);
         return;
@@ -168,8 +173,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
 
 bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
     if (p.mode != Mode::Adaptive) return true;
-    const Phase phase = s.get_phase();
-    if (phase == Phase::TrySpin || phase == Phase::TryPlain) return false;
+    if (measuring(s.get_phase())) return false;
     const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
     if (calls < kEpochCalls) {
         s.epoch_calls.store(calls, kRelaxed);
