@@ -22,3 +22,12 @@ skip() {
   echo "SKIP ($case_name): $*"
   exit 77
 }
+
+# expect_in FILE TEXT / expect_not_in FILE TEXT: a fixed string is (not) in
+# FILE; on failure FILE is shown.
+expect_in() {
+  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not found in $(basename "$1")"; }
+}
+expect_not_in() {
+  ! grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' unexpectedly in $(basename "$1")"; }
+}

@@ -24,12 +24,6 @@ expect_status() {
     fail "'$*' exited $got, expected $want"
   fi
 }
-expect_in() {  # expect_in FILE TEXT
-  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not found in $(basename "$1")"; }
-}
-expect_not_in() {
-  ! grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' unexpectedly in $(basename "$1")"; }
-}
 
 case_help() {
   for flag in --help -h help; do

@@ -14,12 +14,6 @@ snippet() { bash "$src/tests/install/snippet.sh" "$readme" "$1" || fail "README 
 
 . "$src/tests/case_lib.sh"
 case_setup "${TMPDIR:-/tmp}/pipespin-install"
-expect_in() {  # expect_in FILE TEXT
-  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' not found in $(basename "$1")"; }
-}
-expect_not_in() {
-  ! grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "'$2' unexpectedly in $(basename "$1")"; }
-}
 
 # Installs into $work/<name> (or as DESTDIR with a given prefix); prints the prefix.
 install_to() {
