@@ -47,12 +47,13 @@ using e2e::set_nonblock;
 namespace rel {
 
 // Which run.sh configuration this is (REL_CONFIG); every fixed* is Fixed.
-enum class Config { NoShim, Fixed, Adaptive };
+enum class Config { NoShim, Off, Fixed, Adaptive };
 
 inline Config config() {
     const char* c = std::getenv("REL_CONFIG");
     if (c != nullptr && std::strncmp(c, "fixed", 5) == 0) return Config::Fixed;
     if (c != nullptr && std::strcmp(c, "adaptive") == 0) return Config::Adaptive;
+    if (c != nullptr && std::strcmp(c, "off") == 0) return Config::Off;
     return Config::NoShim;
 }
 

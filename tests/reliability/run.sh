@@ -6,6 +6,8 @@
 #
 # Configurations (REL_CONFIG tells the helper which one it runs in):
 #   noshim    no LD_PRELOAD, no PIPESPIN_*: the reference behaviour
+#   off       the shim, PIPESPIN_MODE=off: interposed, never spinning (the A/B
+#             control arm, which must behave like no shim)
 #   fixed     the shim, PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000: a 1 s
 #             budget, so that the event under test lands inside a spin
 #   adaptive  the shim, PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000
@@ -55,6 +57,7 @@ for v in $(compgen -e | grep '^PIPESPIN_'); do env_args+=(-u "$v"); done
 shim=1
 case "$config" in
   noshim) shim=0 ;;
+  off) env_args+=(PIPESPIN_MODE=off) ;;
   fixed) env_args+=(PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000) ;;
   adaptive) env_args+=(PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000) ;;
   fixed-poll) env_args+=(PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 PIPESPIN_PROBE=poll) ;;
