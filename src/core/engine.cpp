@@ -28,7 +28,15 @@ bool restarts(int sig) noexcept {
 namespace {
 
 constinit Runtime g_runtime;
-constinit FdTable g_table;
+// The process's table is never destroyed: calls may still arrive while the
+// process exits (other threads, destructors of other libraries).
+union TableStorage {
+    constexpr TableStorage() : table() {}
+    ~TableStorage() {}
+    FdTable table;
+};
+constinit TableStorage g_table_storage;
+FdTable& g_table = g_table_storage.table;
 
 enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBlocking };
 
@@ -36,8 +44,6 @@ enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBl
 // non-blocking mode: an EAGAIN is delayed by at most these few looks (a
 // couple of µs), while a peer that answers at once costs no extra syscall.
 constexpr unsigned kNonBlockCheckAt = 2;
-// How long a spin may run on the fd number before it holds the file.
-constexpr std::uint64_t kHoldAfterNs = 10'000;
 
 // What one look at the fd found.
 enum class Look : std::uint8_t {
@@ -65,43 +71,23 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
-// The file a read or write began on. A spin probes the fd *number*; if
-// another thread dup2()s or closes that number meanwhile, the next probe
-// would read or write the new file, where a blocking call already in the
-// kernel would have kept waiting on the pipe it began on. So once a spin
-// has run kHoldAfterNs, it takes its own reference to the file (a CLOEXEC
-// dup) and looks, and lets the real call go, through that: the same open
-// file description, so the same data, offset and flags. Before that, a
-// dup2 that races with the call is a schedule the program could see
-// without the shim too (the thread preempted just before entering the
-// kernel), and short spins (a ping-pong's) pay nothing for the reference.
-struct Hold {
-    int fd;         // the program's fd
-    int held = -1;  // our reference, once taken
-    // False where the real call cannot go through a reference (stdio,
-    // splice: libc or the kernel use the fd number): the look uses the
-    // number too, as the call will.
-    bool may_hold = true;
-    int look_fd() const noexcept { return held >= 0 ? held : fd; }
+// The file a read or write began on. A spin looks at the fd *number*; if
+// another thread closes or dup2()s that number meanwhile, the next look
+// would see the new file, where a blocking call already in the kernel would
+// have kept waiting on the pipe it began on. The shim holds no reference of
+// its own (an fd of ours would be one the program can see, close, leak or
+// have replaced under it); instead every look first checks that the number
+// still names the file the call began on (FdInfo::current(): one load of
+// the class word, which every close, dup2, dup3, close_range and F_DUPFD
+// the shim sees bumps). When it does not, the spin ends and the real call
+// goes to the kernel on the number, as if the program had entered the
+// kernel just then: the window is that of the program's own race between
+// its call and the other thread's close, never wider than one look.
+struct Fd {
+    int fd;
+    FdInfo info;  // what the table said when the call began (info.cls null: untracked)
+    bool same_file() const noexcept { return info.cls == nullptr || info.current(); }
 };
-
-// Every reference held right now, so that a child forked meanwhile (by
-// another thread, without exec) can close them: it must not keep a pipe end
-// open that the program never gave it.
-constexpr int kMaxHeld = 64;
-std::atomic<int> g_held[kMaxHeld];  // fd + 1; 0: free
-
-// A CLOEXEC dup of fd, registered; -1 if none can be had.
-int take_hold(int fd) noexcept {
-    for (auto& slot : g_held) {
-        int expected = 0;
-        if (!slot.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) continue;
-        long held = sys::raw(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
-        slot.store(held >= 0 ? static_cast<int>(held) + 1 : 0, std::memory_order_release);
-        return held >= 0 ? static_cast<int>(held) : -1;
-    }
-    return -1;
-}
 
 // How one read or write looks at its fd. With the nowait probe the look is
 // a non-blocking attempt of the very call the program made (preadv2 or
@@ -109,11 +95,10 @@ int take_hold(int fd) noexcept {
 // costs no extra syscall. Where the kernel refuses RWF_NOWAIT (kernels
 // before 6.4, FIFOs opened by path, spliced pipes) the fd falls back to poll.
 struct Looker {
-    Hold& hold;
+    const Fd& on;
     short events;
     Probe probe;
     bool nowait;
-    FdInfo info;
     void* buf;
     std::size_t n;
     const void* iov = nullptr;  // readv: the caller's iovecs instead of buf
@@ -122,9 +107,9 @@ struct Looker {
 
     Look operator()(unsigned iteration) noexcept {
         if (nowait) {
-            long r = iov != nullptr           ? sys::readv_nowait(hold.look_fd(), iov, iovcnt)
-                     : events == sys::kPollIn ? sys::read_nowait(hold.look_fd(), buf, n)
-                                              : sys::write_nowait(hold.look_fd(), buf, n);
+            long r = iov != nullptr           ? sys::readv_nowait(on.fd, iov, iovcnt)
+                     : events == sys::kPollIn ? sys::read_nowait(on.fd, buf, n)
+                                              : sys::write_nowait(on.fd, buf, n);
             // EPIPE: the kernel already raised SIGPIPE; the program must see
             // this very result, not a second write.
             if (r >= 0 || r == -EPIPE) {
@@ -133,44 +118,40 @@ struct Looker {
             }
             if (r == -EAGAIN || r == -EINTR) return Look::Pending;
             if (r != -EOPNOTSUPP && r != -EINVAL) return Look::Ready;  // the real call reports it
-            g_table.set_no_nowait(info);
+            g_table.set_no_nowait(on.info);
             nowait = false;
         }
-        return probe_fd(hold.look_fd(), events, probe, iteration);
+        return probe_fd(on.fd, events, probe, iteration);
     }
 };
 
 // Spins until the look reports progress, the budget runs out, or a signal
 // handler runs on this thread (the blocking call would have been interrupted).
-// With a Hold it also stops when the fd turns out to be in non-blocking mode
-// (the program must get its EAGAIN, not a spin) and takes the reference.
-// `mark` holds the signal epochs as they were before the first look at the
-// fd, so that a handler that ran during that look counts too.
+// With an Fd it also stops when the fd turns out to be in non-blocking mode
+// (the program must get its EAGAIN, not a spin) or no longer names the file
+// the call began on (see Fd). `mark` holds the signal epochs as they were
+// before the first look at the fd, so that a handler that ran during that
+// look counts too.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             Hold* hold = nullptr) {
+             const Fd* on = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     for (unsigned i = 1;; ++i) {
         sys::cpu_relax();
-        if (i == kNonBlockCheckAt && hold != nullptr) {
+        if (on != nullptr) {
             // O_NONBLOCK is read from the kernel each time, never cached: a
             // dup, fcntl, FIONBIO or another process sharing the file
             // description may have changed it.
-            long fl = sys::getfl(hold->fd);
+            long fl = i == kNonBlockCheckAt ? sys::getfl(on->fd) : 0;
             if (fl < 0 || (fl & O_NONBLOCK)) {
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
             }
-        }
-        if (hold != nullptr && hold->may_hold && hold->held < 0 && i > kNonBlockCheckAt &&
-            sys::now_ns() - start >= kHoldAfterNs) {
-            int held = take_hold(hold->fd);
-            if (held < 0) {  // no fd to spare: stop spinning, let the real call wait
+            if (!on->same_file()) {
                 spent_ns = sys::now_ns() - start;
-                return SpinEnd::Exhausted;
+                return SpinEnd::Ready;  // the kernel decides, on what the number names now
             }
-            hold->held = held;
         }
         Look look = step(i);
         std::uint64_t now = sys::now_ns();
@@ -180,7 +161,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         if (mark.handler_ran()) return SpinEnd::Interrupted;
         // Deferred cancellation: the blocking call would be a cancellation
         // point, so the spin is one too (no-op unless a cancel is pending).
-        sys::test_cancel(hold != nullptr ? hold->held : -1);
+        sys::test_cancel();
         if (now >= deadline) return SpinEnd::Exhausted;
     }
 }
@@ -267,10 +248,21 @@ void maybe_stats_tick() noexcept {
     errno = saved_errno;
 }
 
-// The policy's budget for this fd now. In adaptive mode a budget that would
-// spin is checked against the run queue first.
-std::uint64_t budget_for(DirState& st, const PolicyParams& params) noexcept {
-    return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake);
+// The policy's budget for this fd now (SpinPolicy::budget_ns()). In
+// adaptive mode a budget that would spin is checked against the run queue
+// first.
+std::uint64_t budget_for(DirState& st, const PolicyParams& params,
+                         const FreshPrior::Lane& lane) noexcept {
+    return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake, lane);
+}
+
+// For the waits on sets (poll, select, epoll), which spin or not: a fresh
+// fd whose prior says not to spin does not spin there either (a set has no
+// origin of its own to learn for).
+std::uint64_t set_budget_for(DirState& st, const PolicyParams& params) noexcept {
+    static constinit const FreshPrior::Lane kNoPrior;
+    const std::uint64_t b = budget_for(st, params, kNoPrior);
+    return b == SpinPolicy::kWatchOnly ? 0 : b;
 }
 
 bool cpu_free_for_peer(const PolicyParams& params) noexcept {
@@ -316,14 +308,14 @@ void slow_path_hooks() noexcept {
 // the real call must give its EAGAIN): the plan is left as it was.
 template <class Step>
 bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const SignalMark& mark,
-                std::uint64_t budget, Step& look, Hold& hold, Via via, SpinEnd& end) {
+                std::uint64_t budget, Step& look, const Fd& on, Via via, SpinEnd& end) {
     slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         return false;
     }
     std::uint64_t spent = 0;
-    end = spin(mark, budget, spent, look, &hold);
+    end = spin(mark, budget, spent, look, &on);
     if (end == SpinEnd::NonBlocking) return false;
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
@@ -332,6 +324,17 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     count_via(via, end);
     plan.obs.budget_ns = budget;
     return true;
+}
+
+// A fresh fd whose prior says not to spin would block now: no spin, but the
+// real call is timed, so that the process learns whether a spin would have
+// caught it (after_call()). A non-blocking fd's EAGAIN teaches nothing:
+// after_call() drops results < 0.
+void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
+    slow_path_hooks();
+    plan.obs.watched = true;
+    plan.obs.budget_ns = SpinPolicy::spin_ns(params, g_runtime.wake);
+    plan.t_call = sys::now_ns();
 }
 
 // A read or write that cannot spin (mode off, the direction switched off)
@@ -363,21 +366,29 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
     plan.ctr = nullptr;
 }
 
+Classifier classifier() noexcept {
+    return g_runtime.classify.load(std::memory_order_relaxed) ? classify_fd : nullptr;
+}
+
+FreshPrior::Lane& lane_of(const FdInfo& info, Dir dir) noexcept {
+    return g_runtime.prior.lane(info.origin(), static_cast<int>(dir));
+}
+
 // The cheap first step of every read- or write-side wait (engine.h,
-// Begun): the fd's slot and the budget now, or a null slot when the real
+// Begun): the fd's state and the budget now, or a null state when the real
 // call is all there is to do.
 Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     if (n == 0) return {};
-    const FdInfo info = g_table.lookup(fd, classify_fd);
+    const FdInfo info = g_table.lookup(fd, classifier());
     if (!info.can(dir)) return {};
-    DirState& st = info.slot->dir[static_cast<int>(dir)];
+    DirState& st = info.state->dir[static_cast<int>(dir)];
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    const std::uint64_t budget = dir_on ? budget_for(st, params) : 0;
-    if (budget != 0) return {info.slot, budget};
+    const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
+    if (budget != 0) return {info.state, budget};
     if (never_spins(dir_on, params)) passthrough_hooks(st);
     if (settle_early(st, params)) return {};
-    return {info.slot, 0};
+    return {info.state, 0};
 }
 
 // The second step, from a non-null Begun: the plan that counts the call on
@@ -385,25 +396,27 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
 // budget is 0: the call is counted after it; or the fd was closed and its
 // number reused meanwhile: the real call decides alone); the caller then
 // returns its plan as it is.
-bool resume(const Begun& b, Dir dir, Plan& plan, FdInfo& info) noexcept {
-    if (b.slot == nullptr) return false;
-    info = FdInfo{b.slot, b.slot->word.load(std::memory_order_acquire)};
-    if (!info.can(dir)) return false;
-    DirState& st = b.slot->dir[static_cast<int>(dir)];
+bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept {
+    if (b.state == nullptr) return false;
+    info = g_table.lookup(fd, nullptr);
+    if (info.state != b.state || !info.can(dir)) return false;
+    DirState& st = b.state->dir[static_cast<int>(dir)];
     plan.dir = &st;
     plan.ctr = &st;
+    plan.lane = &lane_of(info, dir);
     return b.budget != 0;
 }
 
 // Shared by read and write: one look; if the fd would block and is in
-// blocking mode, spin within the policy's budget.
+// blocking mode, spin within the policy's budget (or, for a fresh fd that
+// does not spin, time the wait).
 // readv passes its iovecs (and n = 1: the kernel knows the size), writev
 // iov = null and n = SIZE_MAX (only ever probed, never tried).
 Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via = Via::Io,
              const void* iov = nullptr, int iovcnt = 0) {
     Plan plan;
     FdInfo info;
-    if (!resume(b, dir, plan, info)) return plan;
+    if (!resume(b, fd, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
     const PolicyParams params = g_runtime.params();
     const std::uint64_t budget = b.budget;
@@ -414,12 +427,11 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
     // either is the complete answer or changed nothing; larger writes may
     // be split, so they are only probed.
     const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
-    Hold hold{fd};
-    Looker look{hold,
+    const Fd on{fd, info};
+    Looker look{on,
                 reading ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe,
                 nowait,
-                info,
                 buf,
                 n,
                 iov,
@@ -434,42 +446,23 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
         case Look::Pending:
             break;
     }
+    if (budget == SpinPolicy::kWatchOnly) {
+        watch_wait(plan, params);
+        return plan;
+    }
     SpinEnd end;
-    if (!spin_on_fd(st, plan, params, mark, budget, look, hold, via, end)) return plan;
+    if (!spin_on_fd(st, plan, params, mark, budget, look, on, via, end)) return plan;
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = look.result;
-    }
-    if (plan.action == Plan::Action::Call) {
-        plan.held_fd = hold.held;  // the real call goes through our reference
-    } else if (hold.held >= 0) {
-        release_hold(hold.held);
     }
     return plan;
 }
 
 }  // namespace
 
-void release_hold(int held_fd) noexcept {
-    for (auto& slot : g_held) {
-        int expected = held_fd + 1;
-        if (slot.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) break;
-    }
-    sys::close(held_fd);
-}
-
-extern "C" void pipespin_release_hold(int held_fd) {
-    release_hold(held_fd);
-}
-
-void close_holds_after_fork() noexcept {
-    // Only slots in use are written: a store into a page the child shares
-    // with its parent costs a copy-on-write fault.
-    for (auto& slot : g_held) {
-        if (slot.load(std::memory_order_acquire) == 0) continue;
-        int v = slot.exchange(0, std::memory_order_acq_rel);
-        if (v > 0) sys::close(v - 1);
-    }
+void after_fork_child() noexcept {
+    g_table.new_process();
 }
 
 Runtime& runtime() noexcept {
@@ -500,6 +493,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
     g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
     g_runtime.count_bytes.store(!o.stats.empty(), kRelaxed);
+    const bool may_spin = o.mode() != Mode::Off && o.spin_us != 0 && usable_cpus >= 2 &&
+                          (o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0);
+    g_runtime.classify.store(may_spin || !o.stats.empty(), kRelaxed);
     g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
     g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
                                    kRelaxed);
@@ -507,10 +503,11 @@ void configure(const Options& o, int usable_cpus) noexcept {
         // What adaptive mode measured was under other settings. Threads in
         // a call meanwhile may write a stale field back: that costs one
         // epoch's accuracy, never correctness.
-        const int top = g_table.high_water();
-        for (int fd = 0; fd < top; ++fd)
-            for (DirState& st : g_table.slot(fd)->dir) st.policy.reset();
+        g_table.for_each_state([](int, std::uint64_t, FdState& s) {
+            for (DirState& st : s.dir) st.policy.reset();
+        });
         g_runtime.wake.reset();
+        g_runtime.prior.reset();
     }
 }
 
@@ -576,11 +573,11 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     StatKind kind = StatKind::Pipe;
     for (unsigned long i = 0; i < nfds && st == nullptr; ++i) {
         if (pfds[i].fd < 0) continue;
-        FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
+        FdInfo info = g_table.lookup(pfds[i].fd, classifier());
         if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
-            st = &info.slot->dir[static_cast<int>(Dir::Read)];
+            st = &info.state->dir[static_cast<int>(Dir::Read)];
         else if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
-            st = &info.slot->dir[static_cast<int>(Dir::Write)];
+            st = &info.state->dir[static_cast<int>(Dir::Write)];
         kind = info.kind();
     }
     if (st == nullptr) return plan;
@@ -590,7 +587,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     plan.dir = st;
     plan.ctr = &ctr;
     plan.per_call = true;
-    std::uint64_t budget = budget_for(*st, params);
+    std::uint64_t budget = set_budget_for(*st, params);
     if (timeout_ms > 0)
         budget =
             std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(timeout_ms) * 1'000'000u);
@@ -648,7 +645,7 @@ Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParam
     plan.ctr = &ctr;
     plan.per_call = true;
     slow_path_hooks();  // nothing is ready: the slow path
-    std::uint64_t budget = budget_for(st, params);
+    std::uint64_t budget = set_budget_for(st, params);
     if (timeout_ns >= 0) budget = std::min<std::uint64_t>(budget, timeout_ns);
     if (budget == 0) return plan;
     if (!cpu_free_for_peer(params)) {
@@ -697,27 +694,27 @@ Plan interrupted(Plan plan) noexcept {
 }
 
 // Which pipe each epoll set waits on (one per set: the first one added),
-// indexed by the epoll fd. A word: fd (16 bits), direction, valid, and the
-// generations of the pipe's and the epoll fd's table slots (23 bits each),
-// so that a close of either, which the table sees, makes the entry stale.
-std::atomic<std::uint64_t> g_epoll_watch[FdTable::kSize];
-constexpr std::uint64_t kWatchValid = 1ull << 17;
+// in the epoll fd's aux word (FdTable::aux: cleared when the epoll fd is
+// closed or replaced): the pipe's fd (32 bits), direction, valid, and the
+// low 30 bits of the generation of the pipe's class word, so that a close
+// of the pipe, which the table sees, makes the entry stale.
+constexpr std::uint64_t kWatchValid = 1ull << 33;
 
 std::uint64_t gen_of(int fd) noexcept {
-    return (g_table.slot(fd)->word.load(std::memory_order_acquire) >> 32) & 0x7fffff;
+    return (g_table.peek(fd) >> 32) & 0x3fffffff;
 }
 
-std::uint64_t watch_word(int fd, Dir dir, int epfd) noexcept {
-    return static_cast<std::uint64_t>(fd) | (static_cast<std::uint64_t>(dir) << 16) | kWatchValid |
-           (gen_of(fd) << 18) | (gen_of(epfd) << 41);
+std::uint64_t watch_word(int fd, Dir dir) noexcept {
+    return static_cast<std::uint32_t>(fd) | (static_cast<std::uint64_t>(dir) << 32) | kWatchValid |
+           (gen_of(fd) << 34);
 }
 
 // The pipe an epoll set still waits on, or -1.
-int watched_pipe(int epfd, std::uint64_t w, Dir* dir) noexcept {
+int watched_pipe(std::uint64_t w, Dir* dir) noexcept {
     if (!(w & kWatchValid)) return -1;
-    const int fd = static_cast<int>(w & 0xffff);
-    *dir = static_cast<Dir>((w >> 16) & 1);
-    if (((w >> 41) & 0x7fffff) != gen_of(epfd) || ((w >> 18) & 0x7fffff) != gen_of(fd)) return -1;
+    const int fd = static_cast<int>(static_cast<std::uint32_t>(w));
+    *dir = static_cast<Dir>((w >> 32) & 1);
+    if ((w >> 34) != gen_of(fd)) return -1;
     return fd;
 }
 
@@ -732,11 +729,11 @@ SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
     auto* pfds = static_cast<sys::PollFd*>(fds);
     for (unsigned long i = 0; i < nfds; ++i) {
         if (pfds[i].fd < 0) continue;
-        FdInfo info = g_table.lookup(pfds[i].fd, classify_fd);
+        FdInfo info = g_table.lookup(pfds[i].fd, classifier());
         if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
-            return {&info.slot->dir[static_cast<int>(Dir::Read)], info.kind()};
+            return {&info.state->dir[static_cast<int>(Dir::Read)], info.kind()};
         if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
-            return {&info.slot->dir[static_cast<int>(Dir::Write)], info.kind()};
+            return {&info.state->dir[static_cast<int>(Dir::Write)], info.kind()};
     }
     return {};
 }
@@ -757,18 +754,16 @@ Plan before_ready(int fd, Dir dir, Via via) {
     plan.per_call = true;
     FdInfo info;
     const Begun b = begin_io(fd, dir, 1);
-    if (!resume(b, dir, plan, info)) return plan;
+    if (!resume(b, fd, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
     const PolicyParams params = g_runtime.params();
     const std::uint64_t budget = b.budget;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
-    Hold hold{fd};
-    hold.may_hold = false;
-    Looker look{hold,
+    const Fd on{fd, info};
+    Looker look{on,
                 dir == Dir::Read ? sys::kPollIn : sys::kPollOut,
                 probe == Probe::Nowait ? Probe::Poll : probe,
                 false,  // never the operation itself: this look must not consume
-                info,
                 nullptr,
                 0};
     const SignalMark mark;
@@ -776,8 +771,12 @@ Plan before_ready(int fd, Dir dir, Via via) {
         settle_plan(plan, st, params);
         return plan;
     }
+    if (budget == SpinPolicy::kWatchOnly) {
+        watch_wait(plan, params);
+        return plan;
+    }
     SpinEnd end;
-    spin_on_fd(st, plan, params, mark, budget, look, hold, via, end);
+    spin_on_fd(st, plan, params, mark, budget, look, on, via, end);
     return plan;
 }
 
@@ -823,9 +822,9 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
             for (std::uint64_t bits = in[k][w]; bits != 0; bits &= bits - 1) {
                 const int fd = w * 64 + __builtin_ctzll(bits);
                 if (fd >= nfds) break;
-                FdInfo info = g_table.lookup(fd, classify_fd);
+                FdInfo info = g_table.lookup(fd, classifier());
                 if (info.can(dir)) {
-                    st = &info.slot->dir[static_cast<int>(dir)];
+                    st = &info.state->dir[static_cast<int>(dir)];
                     kind = info.kind();
                     break;
                 }
@@ -868,22 +867,24 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
 }
 
 void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
-    if (g_table.slot(epfd) == nullptr || g_table.slot(fd) == nullptr) return;
-    std::atomic<std::uint64_t>& slot = g_epoll_watch[epfd];
+    if (epfd < 0 || fd < 0) return;
+    std::atomic<std::uint64_t>* aux = g_table.aux(epfd, op == EPOLL_CTL_ADD);
+    if (aux == nullptr) return;
+    std::atomic<std::uint64_t>& slot = *aux;
     const std::uint64_t w = slot.load(std::memory_order_acquire);
     Dir old_dir;
-    const int watched = watched_pipe(epfd, w, &old_dir);
+    const int watched = watched_pipe(w, &old_dir);
     if (op == EPOLL_CTL_DEL) {
         if (watched == fd) slot.store(0, std::memory_order_release);
         return;
     }
     if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD) return;
     if (watched >= 0 && watched != fd) return;  // the set keeps its first pipe
-    FdInfo info = g_table.lookup(fd, classify_fd);
+    FdInfo info = g_table.lookup(fd, classifier());
     if ((events & sys::kPollIn) && info.can(Dir::Read))
-        slot.store(watch_word(fd, Dir::Read, epfd), std::memory_order_release);
+        slot.store(watch_word(fd, Dir::Read), std::memory_order_release);
     else if ((events & sys::kPollOut) && info.can(Dir::Write))
-        slot.store(watch_word(fd, Dir::Write, epfd), std::memory_order_release);
+        slot.store(watch_word(fd, Dir::Write), std::memory_order_release);
     else if (watched == fd)
         slot.store(0, std::memory_order_release);
 }
@@ -893,19 +894,20 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
     Plan plan;
     plan.timeout_ns = timeout_ns;
     const PolicyParams params = g_runtime.params();
-    if (timeout_ns == 0 || maxevents <= 0 || set_waits_off(params) || g_table.slot(epfd) == nullptr)
-        return plan;
+    if (timeout_ns == 0 || maxevents <= 0 || set_waits_off(params)) return plan;
+    const std::atomic<std::uint64_t>* aux = g_table.aux(epfd, false);
+    if (aux == nullptr) return plan;
     Dir dir;
-    const int fd = watched_pipe(epfd, g_epoll_watch[epfd].load(std::memory_order_acquire), &dir);
+    const int fd = watched_pipe(aux->load(std::memory_order_acquire), &dir);
     if (fd < 0) return plan;
-    FdInfo info = g_table.lookup(fd, classify_fd);
+    FdInfo info = g_table.lookup(fd, classifier());
     if (!info.can(dir)) return plan;
     const SignalMark mark;
     const long r = sys::epoll_pwait0(epfd, events, maxevents, sigmask);
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    return spin_set(plan, info.slot->dir[static_cast<int>(dir)], info.kind(), Via::Epoll, params,
+    return spin_set(plan, info.state->dir[static_cast<int>(dir)], info.kind(), Via::Epoll, params,
                     timeout_ns, sigmask, mark, true,
                     [&]() noexcept { return sys::epoll_pwait0(epfd, events, maxevents, sigmask); });
 }
@@ -920,13 +922,15 @@ void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
     const PolicyParams params = g_runtime.params();
-    if (plan.obs.spun) {
+    if (plan.obs.spun || (plan.obs.watched && result >= 0)) {
         if (plan.action == Plan::Action::Call) {
             plan.obs.block_ns = sys::now_ns() - plan.t_call;
-            if (plan.ctr != nullptr)
+            if (plan.obs.spun && plan.ctr != nullptr)
                 plan.ctr->sleep_ns.fetch_add(plan.obs.block_ns, std::memory_order_relaxed);
         }
-        SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs);
+        if (plan.obs.watched && plan.ctr != nullptr)
+            plan.ctr->waits.fetch_add(1, std::memory_order_relaxed);
+        SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs, plan.lane);
     }
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1

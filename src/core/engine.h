@@ -6,7 +6,7 @@
 // real non-blocking syscall on the same fd) and the real function must not
 // be called; if Interrupted, a signal handler ran during the spin and the
 // caller fails with EINTR as the blocking call would have; otherwise call the
-// real function (on plan.held_fd when set, then close it), then after_call(). Everything here is
+// real function, then after_call(). Everything here is
 // async-signal-safe, lock-free and allocation-free, and leaves errno alone. The before_*() calls
 // are not noexcept: a spin is a cancellation point, as the blocking call it stands in for, and a
 // pending cancellation unwinds out of it.
@@ -28,12 +28,11 @@ struct Plan {
     bool per_call = false;      // poll: progress is counted in calls, not bytes
     int timeout_ms = 0;         // poll: what remains of the caller's timeout
     long result = 0;            // Done: >= 0, or -errno
-    int held_fd = -1;           // Call: make the real call on this fd and close it
-                                // (our reference to the file the call began on)
     DirState* dir = nullptr;    // a tracked pipe: after_call() counts the call
     IoCounters* ctr = nullptr;  // where it counts (dir's own, or the process's poll counters)
-    WaitObservation obs;        // obs.spun: a spin ran, after_call() learns from it
-    std::uint64_t t_call = 0;   // when the real call was let go
+    FreshPrior::Lane* lane = nullptr;  // the fd's origin and direction (read/write waits)
+    WaitObservation obs;               // obs.spun: a spin ran, after_call() learns from it
+    std::uint64_t t_call = 0;          // when the real call was let go
     // select, ppoll, epoll: what remains of the caller's timeout after the
     // spin (-1: none), in ns; the caller rounds it up to its own unit.
     std::int64_t timeout_ns = -1;
@@ -71,6 +70,11 @@ struct Runtime {
     // before its real call (see settle_early in engine.cpp).
     std::atomic<bool> count_bytes{true};
     WakeEstimate wake;
+    FreshPrior prior;  // what the first waits of fresh fds taught the process
+    // Unknown fds are classified (a few syscalls, once per fd): only when
+    // something may spin or statistics count, so that mode off makes the
+    // syscalls the program makes and no more.
+    std::atomic<bool> classify{true};
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
     std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
@@ -84,8 +88,7 @@ struct Runtime {
     PolicyParams params() const noexcept;
 };
 Runtime& runtime() noexcept;
-// The fd table: all zeros at start, so it lives in .bss and costs no page
-// until an fd is used.
+// The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;
 
 // Applies resolved options to every fd (at start-up and on a live reload).
@@ -102,13 +105,15 @@ void set_reload_hook(ReloadHook hook) noexcept;
 // runs, not even the wrapper's own return (where every call is separated
 // from the next by a process switch, each page touched after a syscall
 // costs; docs/policy.md, "What it costs").
-//  1. begin_*(): cheap, for every call; leaves errno alone. A null slot
+//  1. begin_*(): cheap, for every call; leaves errno alone. A null state
 //     means the real call is all there is to do (not a tracked pipe, or a
 //     call that will not spin and was already counted).
-//  2. continue_*(), only for a non-null slot: the plan, as before_*().
+//  2. continue_*(), only for a non-null state: the plan, as before_*().
 struct Begun {
-    FdSlot* slot = nullptr;
-    std::uint64_t budget = 0;  // the spin budget; 0: none, count the call after it
+    FdState* state = nullptr;
+    // The spin budget (SpinPolicy::budget_ns(): kWatchOnly for a fresh fd
+    // that looks but does not spin); 0: none, count the call after it.
+    std::uint64_t budget = 0;
 };
 Begun begin_read(int fd, std::size_t n) noexcept;
 Begun begin_write(int fd, std::size_t n) noexcept;
@@ -157,11 +162,9 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
 // Leaves errno alone.
 void end_wait(Plan& plan) noexcept;
 
-// Closes a reference a plan held (plan.held_fd) once its real call returned.
-void release_hold(int held_fd) noexcept;
-// In a child after fork(): closes the references other threads of the
-// parent held, which the child must not keep open.
-void close_holds_after_fork() noexcept;
+// In a child after fork(): what the parent counted is not the child's.
+// Writes one word (nothing else the child shares with its parent).
+void after_fork_child() noexcept;
 
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;

@@ -8,106 +8,235 @@ namespace pipespin {
 namespace {
 
 constexpr std::uint64_t kGenOne = 1ull << 32;
+constexpr auto kRelaxed = std::memory_order_relaxed;
 
 std::uint64_t next_gen(std::uint64_t word) noexcept {
     return (word & ~0xffffffffull) + kGenOne;
-}
-
-void reset_learning(FdSlot& s) noexcept {
-    for (auto& d : s.dir) d.policy.reset();
 }
 
 StatKind kind_of(std::uint64_t word) noexcept {
     return (static_cast<std::uint32_t>(word) & fdbits::kFifo) ? StatKind::Fifo : StatKind::Pipe;
 }
 
+bool is_pipe(std::uint64_t word) noexcept {
+    return (static_cast<std::uint32_t>(word) & fdbits::kPipe) != 0;
+}
+
+int index_in_block(int fd) noexcept {
+    return fd & (FdTable::kBlockFds - 1);
+}
+
 }  // namespace
 
+FdTable::~FdTable() {
+    for_each_block([](Block* b, long) { sys::unmap(b, sizeof(Block)); });
+    for (auto& d : far_)
+        if (auto* dir = d.load(kRelaxed))
+            sys::unmap(dir, sizeof(std::atomic<Block*>) * kNearBlocks);
+}
+
+std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
+    if (fd < 0) return nullptr;
+    if (fd < (1 << kNearShift)) return &near_[fd >> kBlockShift];
+    std::atomic<std::atomic<Block*>*>& slot = far_[fd >> kNearShift];
+    std::atomic<Block*>* dir = slot.load(std::memory_order_acquire);
+    if (dir == nullptr) {
+        if (!create) return nullptr;
+        constexpr std::size_t kBytes = sizeof(std::atomic<Block*>) * kNearBlocks;
+        auto* fresh = static_cast<std::atomic<Block*>*>(sys::map_anon(kBytes));
+        if (fresh == nullptr) return nullptr;
+        if (slot.compare_exchange_strong(dir, fresh, std::memory_order_acq_rel)) {
+            dir = fresh;
+        } else {
+            sys::unmap(fresh, kBytes);  // another thread mapped it first
+        }
+    }
+    return &dir[(fd >> kBlockShift) & (kNearBlocks - 1)];
+}
+
+FdTable::Block* FdTable::block(int fd) const noexcept {
+    if (fd < 0) return nullptr;
+    if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
+    std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
+    return dir == nullptr
+               ? nullptr
+               : dir[(fd >> kBlockShift) & (kNearBlocks - 1)].load(std::memory_order_acquire);
+}
+
+FdTable::Block* FdTable::block_or_map(int fd) noexcept {
+    std::atomic<Block*>* ref = block_ref(fd, true);
+    if (ref == nullptr) return nullptr;
+    Block* b = ref->load(std::memory_order_acquire);
+    if (b != nullptr) return b;
+    // Zero pages are a valid Block: every field is an atomic that starts
+    // at zero. The kernel backs each page on its first write.
+    auto* fresh = static_cast<Block*>(sys::map_anon(sizeof(Block)));
+    if (fresh == nullptr) return nullptr;  // no memory: the fd is left alone
+    if (!ref->compare_exchange_strong(b, fresh, std::memory_order_acq_rel)) {
+        sys::unmap(fresh, sizeof(Block));
+        return b;
+    }
+    blocks_.fetch_add(1, kRelaxed);
+    return fresh;
+}
+
+FdState* FdTable::live(Block& b, int fd) noexcept {
+    FdState& s = b.state[index_in_block(fd)];
+    const std::uint32_t g = process_gen_.load(kRelaxed);
+    if (s.gen.load(kRelaxed) != g) [[unlikely]] {
+        // Counted by a parent before fork(): not this process's.
+        for (DirState& d : s.dir) d.clear();
+        s.gen.store(g, kRelaxed);
+    }
+    return &s;
+}
+
 FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
-    FdSlot* s = slot(fd);
-    if (s == nullptr) return {};
-    std::uint64_t w = s->word.load(std::memory_order_acquire);
+    Block* b = block(fd);
+    if (b == nullptr) {
+        if (classify == nullptr || fd < 0) return {};
+        b = block_or_map(fd);
+        if (b == nullptr) return {};
+    }
+    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    std::uint64_t w = cls.load(std::memory_order_acquire);
     if (!(static_cast<std::uint32_t>(w) & fdbits::kKnown)) [[unlikely]] {
-        std::uint32_t bits = classify(fd);
+        if (classify == nullptr) return {};
+        const std::uint32_t bits = classify(fd);
         if (bits == 0) return {};
-        note_used(fd);
-        std::uint64_t fresh = (w & ~0xffffffffull) | bits;
+        const std::uint64_t fresh = (w & ~0xffffffffull) | bits;
         // Lose the race on purpose: if a close bumped the generation while we
         // looked, our answer may describe the old file, so do not keep it.
-        if (!s->word.compare_exchange_strong(w, fresh, std::memory_order_acq_rel)) return {};
+        if (!cls.compare_exchange_strong(w, fresh, std::memory_order_acq_rel)) return {};
         w = fresh;
+        if (is_pipe(w)) mark_pipe(*b, fd);
     }
-    if (!(static_cast<std::uint32_t>(w) & fdbits::kPipe)) return {nullptr, w};
-    return {s, w};
+    if (!is_pipe(w)) return {nullptr, &cls, w};
+    return {live(*b, fd), &cls, w};
 }
 
-void FdTable::note_used(int fd) noexcept {
-    int hw = high_water_.load(std::memory_order_relaxed);
-    while (hw <= fd && !high_water_.compare_exchange_weak(hw, fd + 1, std::memory_order_relaxed)) {
-    }
+FdState* FdTable::state(int fd) const noexcept {
+    Block* b = block(fd);
+    return b == nullptr ? nullptr : &b->state[index_in_block(fd)];
 }
 
-void FdTable::store_fresh(int fd, std::uint32_t bits) noexcept {
-    FdSlot* s = slot(fd);
-    if (s == nullptr) return;
-    if (bits != 0) note_used(fd);
-    reset_learning(*s);
-    std::uint64_t w = s->word.load(std::memory_order_relaxed);
-    // What the fd counted so far belongs to the process, not to whatever
-    // the number names next. A call racing with the close may still count
-    // into the slot after this: it is then folded with the next occupant
-    // (or read by snapshot()), never lost.
-    for (int d = 0; d < 2; ++d)
-        process_.at(kind_of(w), static_cast<StatDir>(d)).add(s->dir[d].take());
+std::uint64_t FdTable::peek(int fd) const noexcept {
+    Block* b = block(fd);
+    return b == nullptr ? 0 : b->cls[index_in_block(fd)].load(std::memory_order_acquire);
+}
+
+void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept {
+    Block* b = bits != 0 ? block_or_map(fd) : block(fd);
+    if (b == nullptr) return;
+    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    std::uint64_t w = cls.load(kRelaxed);
+    FdState& s = b->state[index_in_block(fd)];
+    if (s.aux.load(kRelaxed) != 0) s.aux.store(0, kRelaxed);
+    if (is_pipe(w) || learnt_from != nullptr || is_pipe(bits)) {
+        // What the fd counted so far belongs to the process, not to whatever
+        // the number names next. A call racing with the close may still
+        // count into the state after this: it is then folded with the next
+        // occupant (or read by snapshot()), never lost.
+        if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
+            for (int d = 0; d < 2; ++d) {
+                const Counters c = s.dir[d].take();
+                if (c.any()) process().at(kind_of(w), static_cast<StatDir>(d)).add(c);
+            }
+        }
+        for (int d = 0; d < 2; ++d) {
+            if (learnt_from != nullptr)
+                s.dir[d].policy.copy_from(learnt_from->dir[d].policy);
+            else
+                s.dir[d].policy.reset();
+        }
+    }
+    if (is_pipe(bits)) mark_pipe(*b, fd);
     std::uint64_t fresh;
     do {
         fresh = next_gen(w) | bits;
-    } while (!s->word.compare_exchange_weak(w, fresh, std::memory_order_acq_rel));
+    } while (!cls.compare_exchange_weak(w, fresh, std::memory_order_acq_rel));
+}
+
+void FdTable::mark_pipe(Block& b, int fd) noexcept {
+    const int i = index_in_block(fd);
+    std::atomic<std::uint64_t>& word = b.pipe_seen[i / 64];
+    const std::uint64_t bit = 1ull << (i % 64);
+    if (!(word.load(kRelaxed) & bit)) word.fetch_or(bit, std::memory_order_release);
 }
 
 void FdTable::set_pipe(int rfd, int wfd) noexcept {
-    store_fresh(rfd, fdbits::kKnown | fdbits::kPipe | fdbits::kReadable);
-    store_fresh(wfd, fdbits::kKnown | fdbits::kPipe | fdbits::kWritable);
+    constexpr std::uint32_t kMadePipe = fdbits::kKnown | fdbits::kPipe | fdbits::kMade;
+    store_fresh(rfd, kMadePipe | fdbits::kReadable, nullptr);
+    store_fresh(wfd, kMadePipe | fdbits::kWritable, nullptr);
+}
+
+void FdTable::set_dup(int oldfd, int newfd) noexcept {
+    if (oldfd == newfd) return;
+    const std::uint64_t w = peek(oldfd);
+    const auto bits = static_cast<std::uint32_t>(w);
+    if (!(bits & fdbits::kKnown)) {
+        forget(newfd);
+        return;
+    }
+    Block* from = is_pipe(w) ? block(oldfd) : nullptr;
+    store_fresh(newfd, bits, from != nullptr ? &from->state[index_in_block(oldfd)] : nullptr);
 }
 
 void FdTable::forget(int fd) noexcept {
-    store_fresh(fd, 0);
+    store_fresh(fd, 0, nullptr);
 }
 
 void FdTable::forget_range(unsigned lo, unsigned hi) noexcept {
-    if (lo >= static_cast<unsigned>(kSize)) return;
-    unsigned top = static_cast<unsigned>(high_water());
-    if (top == 0) return;
-    if (hi >= top) hi = top - 1;
-    for (unsigned fd = lo; fd <= hi; ++fd) {
-        // Untouched slots stay untouched: no need to fault in their pages.
-        if (slots_[fd].word.load(std::memory_order_relaxed) != 0) forget(static_cast<int>(fd));
+    if (lo > static_cast<unsigned>(INT32_MAX)) return;
+    if (hi > static_cast<unsigned>(INT32_MAX)) hi = INT32_MAX;
+    unsigned fd = lo;
+    while (fd <= hi) {
+        Block* b = block(static_cast<int>(fd));
+        const unsigned block_end = (fd | (kBlockFds - 1));
+        const unsigned end = block_end < hi ? block_end : hi;
+        if (b != nullptr) {
+            for (unsigned f = fd; f <= end; ++f)
+                if (b->cls[index_in_block(static_cast<int>(f))].load(kRelaxed) != 0)
+                    forget(static_cast<int>(f));
+        }
+        if (end == static_cast<unsigned>(INT32_MAX)) break;
+        fd = end + 1;
     }
-}
-
-void FdTable::snapshot(StatsSnapshot& out) const noexcept {
-    out = StatsSnapshot{};
-    process_.add_to(out);
-    const int top = high_water();
-    for (int fd = 0; fd < top; ++fd) {
-        const FdSlot& s = slots_[fd];
-        const StatKind k = kind_of(s.word.load(std::memory_order_relaxed));
-        for (int d = 0; d < 2; ++d) out.at(k, static_cast<StatDir>(d)) += s.dir[d].load();
-    }
-}
-
-void FdTable::reset_counters() noexcept {
-    process_.clear();
-    const int top = high_water();
-    for (int fd = 0; fd < top; ++fd)
-        for (auto& d : slots_[fd].dir) d.clear();
 }
 
 void FdTable::set_no_nowait(const FdInfo& info) noexcept {
-    if (info.slot == nullptr) return;
+    if (info.cls == nullptr) return;
     std::uint64_t w = info.word;
-    // Only if the slot still describes the same file.
-    info.slot->word.compare_exchange_strong(w, w | fdbits::kNoNowait, std::memory_order_acq_rel);
+    // Only if the word still describes the same file.
+    info.cls->compare_exchange_strong(w, w | fdbits::kNoNowait, std::memory_order_acq_rel);
+}
+
+std::atomic<std::uint64_t>* FdTable::aux(int fd, bool create) noexcept {
+    Block* b = create ? block_or_map(fd) : block(fd);
+    return b == nullptr ? nullptr : &b->state[index_in_block(fd)].aux;
+}
+
+ProcessCounters& FdTable::process() noexcept {
+    const std::uint32_t g = process_gen_.load(kRelaxed);
+    if (process_.gen.load(kRelaxed) != g) [[unlikely]] {
+        process_.clear();
+        process_.gen.store(g, kRelaxed);
+    }
+    return process_;
+}
+
+void FdTable::snapshot(StatsSnapshot& out) noexcept {
+    out = StatsSnapshot{};
+    process().add_to(out);
+    const std::uint32_t g = process_gen_.load(kRelaxed);
+    for_each_state([&](int, std::uint64_t w, FdState& s) {
+        if (s.gen.load(kRelaxed) != g) return;
+        for (int d = 0; d < 2; ++d) out.at(kind_of(w), static_cast<StatDir>(d)) += s.dir[d].load();
+    });
+}
+
+void FdTable::new_process() noexcept {
+    process_gen_.fetch_add(1, kRelaxed);
 }
 
 std::uint32_t classify_fd(int fd) noexcept {
@@ -117,8 +246,9 @@ std::uint32_t classify_fd(int fd) noexcept {
     long fl = sys::getfl(fd);
     if (fl < 0) return 0;
     std::uint32_t bits = fdbits::kKnown | fdbits::kPipe;
-    // Only for the statistics: an inherited pipe (a shell pipeline) lives in
-    // pipefs, a FIFO opened by path in the file system that holds it.
+    // An inherited pipe (a shell pipeline) lives in pipefs, a FIFO opened by
+    // path in the file system that holds it: the statistics tell them
+    // apart, and the policy keeps a prior per origin.
     if (sys::is_pipefs(fd) == 0) bits |= fdbits::kFifo;
     switch (fl & O_ACCMODE) {
         case O_RDONLY:

@@ -1,13 +1,32 @@
-// Per-fd state: a dense, statically allocated array of atomic slots indexed
-// by fd. Nothing here allocates or locks; every operation is a few atomic
-// loads and stores, so it is safe from any thread and from signal handlers.
+// Per-fd state: what each fd is (a class word per fd) and, for pipes only,
+// what the shim counts and learns about it (an FdState per pipe fd).
+// Nothing here locks, and the hot path allocates nothing; every operation is
+// a few atomic loads and stores, safe from any thread and from signal
+// handlers.
 //
-// The table is a cache of what each fd is. glibc closes and opens fds behind
-// our back (fclose, opendir, posix_spawn), so an entry may be stale; a stale
-// entry can only make the shim probe a fd it need not (the probes are
-// harmless on any fd) or skip a spin it could have made. Each slot carries a
-// generation that every invalidation bumps, so a classification that raced
-// with a close is never stored.
+// Sized by use. The shim rides in every process of a wrapped tree, most of
+// which never touch a pipe, so nothing is mapped at start-up: the fds are
+// split into blocks of 512, and a block is mapped (one anonymous mmap, made
+// by the first call that needs to remember something about one of its fds)
+// only when used. A block holds 512 class words (one 4 KiB page) and room
+// for 512 FdStates behind them, whose pages the kernel backs only when a
+// pipe's state is first written: a process with a few pipes at low fds uses
+// two pages. Blocks are never unmapped (a racing call may still read one),
+// and there is no ceiling on the fd number.
+//
+// The class words are a cache of what each fd is. glibc closes and opens
+// fds behind our back (fclose, opendir, posix_spawn), so an entry may be
+// stale; a stale entry can only make the shim look at a fd it need not (the
+// looks are harmless on any fd) or skip a spin it could have made. Each
+// word carries a generation that every change bumps, so a classification
+// that raced with a close is never stored, and a spin can tell that its fd
+// number was closed or replaced meanwhile (FdInfo::current()).
+//
+// After fork() the child shares every page with its parent until it writes
+// one (a copy-on-write fault each, 10-20 µs in a VM), so nothing here is
+// written for the child at fork: counters are tagged with the process
+// generation they belong to (new_process() bumps it), and a pipe's counters
+// from the parent read as zero until the child first uses that fd.
 #pragma once
 
 #include <atomic>
@@ -21,17 +40,21 @@ namespace pipespin {
 enum class Dir : std::uint8_t { Read = 0, Write = 1 };
 
 // Counters (stats.h: calls, bytes, waits, spins, spin_hits, spin_ns,
-// sleep_ns) and policy state for one direction of one fd. The counters stay
-// on the fd's own cache lines; forgetting the fd folds them into the table's
-// process-wide totals.
+// sleep_ns) and policy state for one direction of one pipe fd. The counters
+// stay on the fd's own cache lines; forgetting the fd folds them into the
+// table's process-wide totals.
 struct DirState : IoCounters {
     PolicyState policy;  // owned by the spin policy
 };
 
-struct alignas(64) FdSlot {
-    // low 32 bits: FdBits; high 32 bits: generation.
-    std::atomic<std::uint64_t> word{0};
+struct alignas(64) FdState {
     DirState dir[2];
+    // The process generation (FdTable::new_process()) the counters were
+    // last written in; older ones belong to a parent and count as zero.
+    std::atomic<std::uint32_t> gen{0};
+    // For a fd that is not a pipe, one word its user keeps about it (an
+    // epoll set: the pipe it waits on). Cleared when the fd is forgotten.
+    std::atomic<std::uint64_t> aux{0};
 };
 
 namespace fdbits {
@@ -41,19 +64,31 @@ inline constexpr std::uint32_t kReadable = 1u << 2;  // opened for reading
 inline constexpr std::uint32_t kWritable = 1u << 3;  // opened for writing
 inline constexpr std::uint32_t kNoNowait = 1u << 4;  // RWF_NOWAIT unsupported here
 inline constexpr std::uint32_t kFifo = 1u << 5;      // with kPipe: a named FIFO, not pipe()'s
+inline constexpr std::uint32_t kMade = 1u << 6;      // with kPipe: made by pipe() in this process
 }  // namespace fdbits
 
 struct FdInfo {
-    FdSlot* slot = nullptr;  // null: out of range or not a pipe
-    std::uint64_t word = 0;  // the word the decision was made on
+    FdState* state = nullptr;                   // null: not a pipe (or unknown)
+    std::atomic<std::uint64_t>* cls = nullptr;  // the fd's class word
+    std::uint64_t word = 0;                     // the word the decision was made on
     std::uint32_t bits() const noexcept { return static_cast<std::uint32_t>(word); }
-    bool pipe() const noexcept { return slot != nullptr && (bits() & fdbits::kPipe); }
+    bool pipe() const noexcept { return state != nullptr && (bits() & fdbits::kPipe); }
     bool can(Dir d) const noexcept {
         return pipe() && (bits() & (d == Dir::Read ? fdbits::kReadable : fdbits::kWritable));
     }
     bool nowait_ok() const noexcept { return !(bits() & fdbits::kNoNowait); }
     StatKind kind() const noexcept {
         return (bits() & fdbits::kFifo) ? StatKind::Fifo : StatKind::Pipe;
+    }
+    Origin origin() const noexcept {
+        return (bits() & fdbits::kFifo)   ? Origin::Fifo
+               : (bits() & fdbits::kMade) ? Origin::Made
+                                          : Origin::Inherited;
+    }
+    // The fd number still names the file this info was read for: no close,
+    // dup2 or the like that the shim saw has happened to it since. One load.
+    bool current() const noexcept {
+        return cls != nullptr && cls->load(std::memory_order_acquire) == word;
     }
 };
 
@@ -63,43 +98,126 @@ using Classifier = std::uint32_t (*)(int fd) noexcept;
 
 class FdTable {
 public:
-    static constexpr int kSize = 1 << 16;
+    static constexpr int kBlockShift = 9;  // 512 fds per block
+    static constexpr int kBlockFds = 1 << kBlockShift;
 
-    // The slot's current info, classifying it first if unknown.
+    constexpr FdTable() = default;
+    // Unmaps the blocks: for tables the tests make. The process's own table
+    // is never destroyed (calls may still arrive during exit).
+    ~FdTable();
+    FdTable(const FdTable&) = delete;
+    FdTable& operator=(const FdTable&) = delete;
+
+    // The fd's current info. An unknown fd is classified first when a
+    // classifier is given (a few syscalls, once per fd); with none, it is
+    // left unknown (info.pipe() false).
     FdInfo lookup(int fd, Classifier classify) noexcept;
+    // What the table knows about fd, without classifying or mapping
+    // anything: a class word (0 when unknown).
+    std::uint64_t peek(int fd) const noexcept;
+    // The state kept for fd's number whatever the fd is now (null if its
+    // block was never mapped). For tests and inspection.
+    FdState* state(int fd) const noexcept;
     // pipe()/pipe2() returned these fds.
     void set_pipe(int rfd, int wfd) noexcept;
-    // The fd was closed, replaced (dup2 target) or created by a call whose
-    // result we do not classify: forget what we knew.
+    // newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): it
+    // names the same file, so it is what oldfd is, and it starts from what
+    // oldfd has learnt.
+    void set_dup(int oldfd, int newfd) noexcept;
+    // The fd was closed, replaced, or created by a call whose result we do
+    // not classify: forget what we knew.
     void forget(int fd) noexcept;
     void forget_range(unsigned lo, unsigned hi) noexcept;
-    void forget_all() noexcept { forget_range(0, kSize - 1); }
+    void forget_all() noexcept { forget_range(0, ~0u); }
     // RWF_NOWAIT answered EOPNOTSUPP on this fd: fall back to poll.
     void set_no_nowait(const FdInfo& info) noexcept;
+    // The fd's aux word (FdState::aux), mapping its block if `create`; null
+    // if there is none.
+    std::atomic<std::uint64_t>* aux(int fd, bool create) noexcept;
 
-    FdSlot* slot(int fd) noexcept { return (fd >= 0 && fd < kSize) ? &slots_[fd] : nullptr; }
-    // One past the highest fd ever classified: bounds scans over the table so
-    // that they never fault in pages nobody used.
-    int high_water() const noexcept { return high_water_.load(std::memory_order_relaxed); }
+    // Calls fn(fd, word, state) for every fd that has been a pipe in this
+    // process or its parents (so that counts a racing call made after the
+    // fd's close are seen too), off the hot path: the mapped blocks only.
+    template <class Fn>
+    void for_each_state(Fn&& fn) noexcept;
 
     // Process-wide counters: folded slots, and poll waits (counted there
-    // directly).
-    ProcessCounters& process() noexcept { return process_; }
-    // Every counter of the process: the folded totals plus the live slots.
-    // Off the hot path (a scan up to high_water()).
-    void snapshot(StatsSnapshot& out) const noexcept;
-    // Zeroes every counter (a child after fork reports only its own).
-    void reset_counters() noexcept;
+    // directly). Counters of a parent process read as zero in its child.
+    ProcessCounters& process() noexcept;
+    // Every counter of the process: the folded totals plus the live states.
+    // Off the hot path (a scan of the mapped blocks).
+    void snapshot(StatsSnapshot& out) noexcept;
+    // A child after fork(): what was counted so far is the parent's. Writes
+    // one word; every counter of the parent then reads as zero.
+    void new_process() noexcept;
+
+    // Blocks mapped so far (for tests and the footprint check).
+    int blocks_mapped() const noexcept { return blocks_.load(std::memory_order_relaxed); }
 
 private:
-    void store_fresh(int fd, std::uint32_t bits) noexcept;
-    void note_used(int fd) noexcept;
-    std::atomic<int> high_water_{0};
+    struct Block;
+    Block* block(int fd) const noexcept;
+    Block* block_or_map(int fd) noexcept;
+    std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
+    // The fd's state, its counters made this process's.
+    FdState* live(Block& b, int fd) noexcept;
+    void store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept;
+    void mark_pipe(Block& b, int fd) noexcept;
+    // fn(block, first fd) for every mapped block.
+    template <class Fn>
+    void for_each_block(Fn&& fn) const noexcept;
+
+    // fds below kNearFds: one load to the block. Above: a directory per
+    // 2^20 fds, mapped on first use. 16 KiB each, zero until used.
+    static constexpr int kNearShift = 20;
+    static constexpr int kNearBlocks = 1 << (kNearShift - kBlockShift);
+    static constexpr int kFarDirs = 1 << (31 - kNearShift);
+    std::atomic<Block*> near_[kNearBlocks] = {};
+    std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
+    std::atomic<int> blocks_{0};
+    std::atomic<std::uint32_t> gen_{1};
+    std::atomic<std::uint32_t> process_gen_{0};
     ProcessCounters process_;
-    FdSlot slots_[kSize];
 };
 
 // The production classifier: fstat + F_GETFL through raw syscalls.
 std::uint32_t classify_fd(int fd) noexcept;
+
+// ---- implementation of the template ----------------------------------------
+
+struct FdTable::Block {
+    std::atomic<std::uint64_t> cls[kBlockFds];
+    // Which states have ever been a pipe's: the only ones with counters.
+    std::atomic<std::uint64_t> pipe_seen[kBlockFds / 64];
+    FdState state[kBlockFds];
+};
+
+template <class Fn>
+void FdTable::for_each_block(Fn&& fn) const noexcept {
+    for (int i = 0; i < kNearBlocks; ++i)
+        if (Block* b = near_[i].load(std::memory_order_acquire))
+            fn(b, static_cast<long>(i) << kBlockShift);
+    for (int d = 1; d < kFarDirs; ++d) {
+        std::atomic<Block*>* dir = far_[d].load(std::memory_order_acquire);
+        if (dir == nullptr) continue;
+        for (int i = 0; i < kNearBlocks; ++i)
+            if (Block* b = dir[i].load(std::memory_order_acquire))
+                fn(b, (static_cast<long>(d) << kNearShift) + (static_cast<long>(i) << kBlockShift));
+    }
+}
+
+template <class Fn>
+void FdTable::for_each_state(Fn&& fn) noexcept {
+    for_each_block([&](Block* b, long base) {
+        for (int word = 0; word < kBlockFds / 64; ++word) {
+            for (std::uint64_t bits = b->pipe_seen[word].load(std::memory_order_acquire); bits != 0;
+                 bits &= bits - 1) {
+                const int i = word * 64 + __builtin_ctzll(bits);
+                fn(static_cast<int>(base + i), b->cls[i].load(std::memory_order_relaxed),
+                   b->state[i]);
+            }
+        }
+    });
+}
 
 }  // namespace pipespin

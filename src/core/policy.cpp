@@ -25,9 +25,9 @@ void decide(PolicyState& s, bool spin_wins) noexcept {
     // The same winner as last time: trust it longer before asking again.
     const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
     const std::uint16_t max = spin_wins ? SpinPolicy::kExploitMaxSpin : SpinPolicy::kExploitMax;
-    const std::uint16_t len =
-        confirmed ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, max)
-                  : SpinPolicy::kExploitMin;
+    const std::uint16_t len = confirmed
+                                  ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, max)
+                                  : SpinPolicy::kExploitMin;
     s.exploit_len.store(len, kRelaxed);
     s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
     start_phase(s, winner, len);
@@ -61,20 +61,68 @@ void note_wait(PolicyState& s) noexcept {
     if (n != UINT8_MAX) s.epoch_waits.store(n + 1, kRelaxed);
 }
 
+// The next call starts a new epoch (on_call() starts its clock).
+void next_epoch_from_scratch(PolicyState& s) noexcept {
+    s.epoch_calls.store(0, kRelaxed);
+    s.epoch_waits.store(0, kRelaxed);
+}
+
+// A fresh fd has had its first waits: its own experiment starts, with
+// spinning first if one of those waits was (or would have been) caught.
+void leave_fresh(PolicyState& s) noexcept {
+    next_epoch_from_scratch(s);
+    start_phase(s, s.fresh_hits.load(kRelaxed) != 0 ? Phase::TrySpin : Phase::TryPlain, 0);
+}
+
+// One more call on a fresh fd (the Fresh phase counts calls, never time).
+void fresh_call(PolicyState& s) noexcept {
+    const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
+    if (calls >= SpinPolicy::kEarlyCalls && s.fresh_waits.load(kRelaxed) == 0) {
+        // Not a wait by now: spinning cannot matter to this fd.
+        next_epoch_from_scratch(s);
+        decide(s, false);
+    } else if (calls >= SpinPolicy::kEpochCalls) {
+        leave_fresh(s);
+    } else {
+        s.epoch_calls.store(calls, kRelaxed);
+    }
+}
+
+void fresh_wait(PolicyState& s, bool sampled, bool would_hit) noexcept {
+    note_wait(s);
+    const std::uint8_t waits = s.fresh_waits.load(kRelaxed) + 1;
+    s.fresh_waits.store(waits, kRelaxed);
+    if (sampled && would_hit) s.fresh_hits.store(s.fresh_hits.load(kRelaxed) + 1, kRelaxed);
+    if (waits >= SpinPolicy::kFreshWaits) leave_fresh(s);
+}
+
+template <class T>
+void store_if_changed(std::atomic<T>& a, T v) noexcept {
+    if (a.load(kRelaxed) != v) a.store(v, kRelaxed);
+}
+
 }  // namespace
 
 void PolicyState::reset() noexcept {
-    epoch_start_ns.store(0, kRelaxed);
-    epoch_bytes.store(0, kRelaxed);
-    cost_spin.store(0, kRelaxed);
-    cost_plain.store(0, kRelaxed);
-    epoch_calls.store(0, kRelaxed);
-    exploit_left.store(0, kRelaxed);
-    exploit_len.store(0, kRelaxed);
-    phase.store(0, kRelaxed);
-    long_waits.store(0, kRelaxed);
-    last_winner.store(0, kRelaxed);
-    epoch_waits.store(0, kRelaxed);
+#define PIPESPIN_FIELD(type, name, what) store_if_changed<type>(name, 0);
+    PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
+#undef PIPESPIN_FIELD
+}
+
+void PolicyState::copy_from(const PolicyState& o) noexcept {
+#define PIPESPIN_FIELD(type, name, what) store_if_changed<type>(name, o.name.load(kRelaxed));
+    PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
+#undef PIPESPIN_FIELD
+}
+
+void FreshPrior::Lane::observe(bool would_hit) noexcept {
+    const int v = score.load(kRelaxed) + (would_hit ? kHitGain : -kMissCost);
+    score.store(static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)), kRelaxed);
+}
+
+void FreshPrior::reset() noexcept {
+    for (auto& origin : lanes_)
+        for (Lane& l : origin) store_if_changed<std::int8_t>(l.score, 0);
 }
 
 std::uint64_t WakeEstimate::get(std::uint64_t ceiling_ns) const noexcept {
@@ -92,23 +140,34 @@ void WakeEstimate::observe(std::uint64_t block_ns, std::uint64_t ceiling_ns) noe
     ns_.store(std::max<std::uint64_t>(next, 1), kRelaxed);
 }
 
-std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
-                                    const WakeEstimate& wake) noexcept {
-    if (p.mode == Mode::Off || p.usable_cpus < 2 || p.max_spin_ns == 0) return 0;
-    if (p.mode == Mode::Fixed) return p.max_spin_ns;
-    if (p.oversubscribed) return 0;
-    const Phase phase = s.get_phase();
-    if (phase == Phase::TryPlain || phase == Phase::Plain) return 0;
-    if (s.long_waits.load(kRelaxed) >= kLongWaitLimit) return 0;
+std::uint64_t SpinPolicy::spin_ns(const PolicyParams& p, const WakeEstimate& wake) noexcept {
     // Spinning longer than a sleep and wake-up cost buys nothing: at about
     // that length a spin is within 2x of the best choice in hindsight.
     // Twice the estimate (plus a little) leaves room for its noise.
     return std::min(p.max_spin_ns, 2 * wake.get(p.max_spin_ns) + 2'000);
 }
 
+std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
+                                    const WakeEstimate& wake,
+                                    const FreshPrior::Lane& lane) noexcept {
+    if (p.mode == Mode::Off || p.usable_cpus < 2 || p.max_spin_ns == 0) return 0;
+    if (p.mode == Mode::Fixed) return p.max_spin_ns;
+    if (p.oversubscribed) return 0;
+    const Phase phase = s.get_phase();
+    if (phase == Phase::Fresh) return lane.spins() ? spin_ns(p, wake) : kWatchOnly;
+    if (phase == Phase::TryPlain || phase == Phase::Plain) return 0;
+    if (s.long_waits.load(kRelaxed) >= kLongWaitLimit) return 0;
+    return spin_ns(p, wake);
+}
+
 void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                          NowFn now) noexcept {
     if (p.mode != Mode::Adaptive) return;
+    const Phase phase = s.get_phase();
+    if (phase == Phase::Fresh) {
+        fresh_call(s);
+        return;
+    }
     const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
     if (calls == 1) {
         // The epoch's clock starts at the end of its first call: what that
@@ -121,7 +180,6 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
     const std::uint64_t epoch_bytes = s.epoch_bytes.load(kRelaxed) + bytes;
     s.epoch_bytes.store(epoch_bytes, kRelaxed);
-    const Phase phase = s.get_phase();
     // A measuring epoch looks at its running cost after kEarlyCalls calls
     // and at each doubling (a clock read each), to end early once it has
     // clearly lost (below).
@@ -168,12 +226,19 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         case Phase::Plain:
             end_exploit_epoch(s);
             break;
+        case Phase::Fresh:  // handled above
+            break;
     }
 }
 
 bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
     if (p.mode != Mode::Adaptive) return true;
-    if (measuring(s.get_phase())) return false;
+    const Phase phase = s.get_phase();
+    if (measuring(phase)) return false;
+    if (phase == Phase::Fresh) {
+        fresh_call(s);
+        return true;
+    }
     const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
     if (calls < kEpochCalls) {
         s.epoch_calls.store(calls, kRelaxed);
@@ -187,13 +252,28 @@ bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
 }
 
 void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {
+    if (s.get_phase() == Phase::Fresh) {
+        fresh_wait(s, false, false);  // a wait, but nothing learnt from it
+        return;
+    }
     note_wait(s);
     s.long_waits.store(kLongWaitLimit, kRelaxed);
 }
 
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
-                         const WaitObservation& o) noexcept {
-    if (p.mode != Mode::Adaptive || !o.spun) return;
+                         const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
+    if (p.mode != Mode::Adaptive) return;
+    if (s.get_phase() == Phase::Fresh) {
+        if (!o.spun && !o.watched) return;
+        // Watched: a spin with the budget it would have had catches the
+        // data exactly when the real call returned within that budget.
+        const bool would_hit = o.spun ? o.spin_hit : o.block_ns <= o.budget_ns;
+        if (lane != nullptr) lane->observe(would_hit);
+        if (o.spun && !o.spin_hit) wake.observe(o.block_ns, p.max_spin_ns);
+        fresh_wait(s, true, would_hit);
+        return;
+    }
+    if (!o.spun) return;
     note_wait(s);
     if (o.spin_hit) return;
     wake.observe(o.block_ns, p.max_spin_ns);

@@ -26,37 +26,86 @@ struct PolicyParams {
 // What happened around one wait, reported after the real call returned.
 struct WaitObservation {
     bool spun = false;            // a spin ran
+    bool watched = false;         // no spin, but the wait was timed (a fresh fd, see FreshPrior)
     bool spin_hit = false;        // the pipe became ready during the spin
     std::uint64_t spin_ns = 0;    // time spent spinning
     std::uint64_t block_ns = 0;   // time in the real (possibly blocking) call after the spin
-    std::uint64_t budget_ns = 0;  // the budget the spin had
+    std::uint64_t budget_ns = 0;  // the budget the spin had (or would have had, watched)
 };
 
 // Phases of the per-fd experiment (adaptive mode).
 enum class Phase : std::uint8_t {
-    TrySpin = 0,   // measuring an epoch with spinning (where waits are short)
-    TryPlain = 1,  // measuring an epoch without any spin or probe
-    Spin = 2,      // spinning won: exploit for a while
-    Plain = 3,     // not spinning won: exploit for a while
+    Fresh = 0,     // a new fd's first waits: the process's prior decides (FreshPrior)
+    TrySpin = 1,   // measuring an epoch with spinning (where waits are short)
+    TryPlain = 2,  // measuring an epoch without any spin or probe
+    Spin = 3,      // spinning won: exploit for a while
+    Plain = 4,     // not spinning won: exploit for a while
 };
 
-struct PolicyState {
-    std::atomic<std::uint64_t> epoch_start_ns{0};
-    std::atomic<std::uint64_t> epoch_bytes{0};
-    std::atomic<std::uint64_t> cost_spin{0};   // ns per KiB moved in the last TrySpin epoch
-    std::atomic<std::uint64_t> cost_plain{0};  // same, last TryPlain epoch
-    std::atomic<std::uint32_t> epoch_calls{0};
-    std::atomic<std::uint16_t> exploit_left{0};  // epochs left in Spin/Plain
-    std::atomic<std::uint16_t> exploit_len{0};   // length of the current exploit run
-    std::atomic<std::uint8_t> phase{0};
-    std::atomic<std::uint8_t> long_waits{0};   // waits this epoch that outlasted the spin
-    std::atomic<std::uint8_t> last_winner{0};  // Phase::Spin/Plain of the last decision, 0 none
-    std::atomic<std::uint8_t> epoch_waits{0};  // waits this epoch (spun, or refused a CPU), capped
+// Every field of PolicyState, once: X(type, name, what it is).
+#define PIPESPIN_POLICY_FIELDS(X)                                                     \
+    X(std::uint64_t, epoch_start_ns, "when the epoch's clock started")                \
+    X(std::uint64_t, epoch_bytes, "bytes moved this epoch")                           \
+    X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")         \
+    X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                         \
+    X(std::uint32_t, epoch_calls, "calls this epoch")                                 \
+    X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                       \
+    X(std::uint16_t, exploit_len, "length of the current exploit run")                \
+    X(std::uint8_t, phase, "Phase")                                                   \
+    X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")           \
+    X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")    \
+    X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped") \
+    X(std::uint8_t, fresh_waits, "waits while Fresh")                                 \
+    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")
 
+// All zero is a fresh fd's state: zero pages need no initialisation.
+struct PolicyState {
+#define PIPESPIN_FIELD(type, name, what) std::atomic<type> name{0};
+    PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
+#undef PIPESPIN_FIELD
+
+    // Back to a fresh fd's state. Stores only fields that are not zero
+    // already: after fork() each store into a page shared with the parent
+    // is a copy-on-write fault.
     void reset() noexcept;
+    // What another fd learnt (a dup of it: the same file).
+    void copy_from(const PolicyState& o) noexcept;
     Phase get_phase() const noexcept {
         return static_cast<Phase>(phase.load(std::memory_order_relaxed));
     }
+};
+
+// Where a pipe fd came from: the first waits of fresh fds of one origin tend
+// to end alike (a shell's command substitutions each make a pipe here whose
+// one read waits for a process to start; a worker's inherited pipes answer
+// at once), so the prior is kept per origin.
+enum class Origin : std::uint8_t {
+    Made = 0,       // pipe()/pipe2() in this process (or a forked parent)
+    Inherited = 1,  // a pipe the process found open (from its parent, or made unseen)
+    Fifo = 2,       // a named FIFO opened by path
+};
+inline constexpr int kOrigins = 3;
+
+// What the process has learnt about the first waits of its fresh fds, per
+// origin and direction (docs/policy.md, "Fresh fds"). Most pipes on a host
+// live for one or two reads; a fresh fd spins on its first waits only once
+// the process has seen such first waits end within a spin's budget. Starts
+// undecided (not spinning); a forked child keeps its parent's.
+class FreshPrior {
+public:
+    static constexpr std::int8_t kScoreMax = 8;
+    static constexpr std::int8_t kHitGain = 1;   // a first wait a spin caught (or would have)
+    static constexpr std::int8_t kMissCost = 2;  // one it did not: spin only above 2/3 hits
+    struct Lane {
+        std::atomic<std::int8_t> score{0};
+        bool spins() const noexcept { return score.load(std::memory_order_relaxed) > 0; }
+        void observe(bool would_hit) noexcept;
+    };
+    Lane& lane(Origin o, int dir) noexcept { return lanes_[static_cast<int>(o)][dir & 1]; }
+    void reset() noexcept;
+
+private:
+    Lane lanes_[kOrigins][2];
 };
 
 // Process-wide estimate of what a sleep plus wake-up costs on this host,
@@ -95,11 +144,24 @@ public:
     static constexpr std::uint64_t kEarlyFactor = 2;
     static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
+    // A fresh fd's first kFreshWaits waits follow the process's prior; then
+    // its own experiment starts (TrySpin if one of them was caught or would
+    // have been, else TryPlain). A fresh fd that has not waited by its
+    // kEarlyCalls-th call will not: not spinning wins at once, as in a
+    // TrySpin epoch without waits. One that waits rarely starts its
+    // experiment after kEpochCalls calls.
+    static constexpr std::uint8_t kFreshWaits = 2;
 
+    // budget_ns() for a fresh fd whose prior says not to spin: look first
+    // (a wait must be seen to be timed), do not spin, time the real call.
+    static constexpr std::uint64_t kWatchOnly = 1;
     // Budget in ns for the next wait on this fd; 0 means call the real
-    // function at once, without even a look.
+    // function at once, without even a look; kWatchOnly, see above. `lane`
+    // is the fd's origin and direction in the process's FreshPrior.
     static std::uint64_t budget_ns(const PolicyState& s, const PolicyParams& p,
-                                   const WakeEstimate& wake) noexcept;
+                                   const WakeEstimate& wake, const FreshPrior::Lane& lane) noexcept;
+    // How long a spin may run here now (the budget of a spinning phase).
+    static std::uint64_t spin_ns(const PolicyParams& p, const WakeEstimate& wake) noexcept;
     // Every call on a tracked pipe (waiting or not), with the bytes it moved
     // (1 for a poll). Closes epochs and runs the experiment; asks the clock
     // only when an epoch starts or ends.
@@ -117,9 +179,10 @@ public:
     // spin (nor look at the run queue again) on this fd for the rest of the
     // epoch.
     static void on_no_cpu(PolicyState& s) noexcept;
-    // A wait finished (after the real call returned).
+    // A wait finished (after the real call returned). `lane` (null for the
+    // waits on sets: poll, select, epoll) learns from a fresh fd's waits.
     static void on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
-                        const WaitObservation& o) noexcept;
+                        const WaitObservation& o, FreshPrior::Lane* lane) noexcept;
 };
 
 }  // namespace pipespin

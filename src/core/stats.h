@@ -36,6 +36,9 @@ struct Counters {
     std::uint64_t sleep_ns = 0;   // time in the real call after a spin that missed
 
     std::uint64_t spin_misses() const noexcept { return spins - spin_hits; }
+    bool any() const noexcept {
+        return (calls | bytes | waits | spins | spin_hits | spin_ns | sleep_ns) != 0;
+    }
     Counters& operator+=(const Counters& o) noexcept;
 };
 
@@ -95,6 +98,8 @@ struct StatsSnapshot {
 // family.
 struct ProcessCounters {
     IoCounters c[kStatKinds][kStatDirs];
+    // The process generation these belong to (FdTable::new_process()).
+    std::atomic<std::uint32_t> gen{0};
     // Per hook family, each on its own cache line.
     struct alignas(64) ViaCounters {
         std::atomic<std::uint64_t> spins{0}, spin_hits{0};

@@ -65,7 +65,7 @@ inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
     const Begun b = begin_read(fd, n);
-    if (b.slot == nullptr) [[likely]]
+    if (b.state == nullptr) [[likely]]
         return real_read(fd, buf, n);
     return read_waiting(b, fd, buf, n);
 }
@@ -74,7 +74,7 @@ inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
     const Begun b = begin_write(fd, n);
-    if (b.slot == nullptr) [[likely]]
+    if (b.state == nullptr) [[likely]]
         return real_write(fd, buf, n);
     return write_waiting(b, fd, buf, n);
 }
@@ -96,8 +96,11 @@ void note_pipe(int r, const int* fds) noexcept {
     if (r == 0) fd_table().set_pipe(fds[0], fds[1]);
 }
 
-void note_new_fd(int r) noexcept {
-    if (r >= 0) fd_table().forget(r);
+// newfd is a duplicate of oldfd now: the same file, so what the table knew
+// of oldfd (and what its policy learnt) holds for it; no syscall to
+// classify it again.
+void note_dup(int oldfd, int newfd) noexcept {
+    if (newfd >= 0) fd_table().set_dup(oldfd, newfd);
 }
 
 int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
@@ -105,7 +108,7 @@ int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
         real != nullptr
             ? real(fd, cmd, arg)
             : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd, reinterpret_cast<long>(arg))));
-    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_new_fd(r);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_dup(fd, r);
     return r;
 }
 
@@ -171,14 +174,14 @@ PIPESPIN_EXPORT int close(int fd) {
 
 PIPESPIN_EXPORT int dup(int fd) noexcept {
     int r = real_dup != nullptr ? real_dup(fd) : static_cast<int>(to_libc(sys::raw(SYS_dup, fd)));
-    note_new_fd(r);
+    note_dup(fd, r);
     return r;
 }
 
 PIPESPIN_EXPORT int dup2(int oldfd, int newfd) noexcept {
     int r = real_dup2 != nullptr ? real_dup2(oldfd, newfd)
                                  : static_cast<int>(to_libc(sys::raw(SYS_dup2, oldfd, newfd)));
-    note_new_fd(r);
+    note_dup(oldfd, r);
     return r;
 }
 
@@ -186,7 +189,7 @@ PIPESPIN_EXPORT int dup3(int oldfd, int newfd, int flags) noexcept {
     int r = real_dup3 != nullptr
                 ? real_dup3(oldfd, newfd, flags)
                 : static_cast<int>(to_libc(sys::raw(SYS_dup3, oldfd, newfd, flags)));
-    note_new_fd(r);
+    note_dup(oldfd, r);
     return r;
 }
 

@@ -101,10 +101,12 @@ __attribute__((constructor)) void pipespin_init() {
         report_resolved(options, sources, true);
     }
     watch_config();
-    // No lock is ever held across fork; but a reference another thread held
-    // to a pipe (see engine.cpp, Hold) must not live on in the child.
+    // No lock is ever held across fork. The child writes as little as it
+    // can: each page it writes that it shares with its parent is a
+    // copy-on-write fault.
     pthread_atfork(nullptr, nullptr, [] {
-        close_holds_after_fork();
+        after_fork_child();
+        stats_after_fork();
         settings_after_fork();
     });
     g_ready.store(true, std::memory_order_release);

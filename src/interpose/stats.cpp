@@ -59,18 +59,6 @@ void mark_start() noexcept {
     g_exit_written.store(false, kRelaxed);
 }
 
-// A forked child: a new process with its own counters and clock. It keeps
-// its parent's arm: it goes on running the same program, usually talking to
-// its parent through pipes, and a pair split across arms would measure
-// neither (an exec draws afresh: the constructor runs again).
-void after_fork_child() noexcept {
-    mark_start();
-    fd_table().reset_counters();
-    const Runtime& rt = runtime();
-    const std::uint64_t period = rt.stats_period_ns.load(kRelaxed);
-    if (period != 0) set_stats_tick(rt.stats_tick.load(kRelaxed), period);
-}
-
 void interval_tick() noexcept {
     stats_write(StatsEvent::Interval);
 }
@@ -109,10 +97,28 @@ void stats_start() noexcept {
     if (name != nullptr)
         for (; name[n] != '\0' && n + 1 < sizeof g_program; ++n) g_program[n] = name[n];
     g_program[n] = '\0';
-    pthread_atfork(nullptr, nullptr, after_fork_child);
+}
+
+void stats_after_fork() noexcept {
+    // A new process with its own counters (the engine's after_fork_child())
+    // and clock. It keeps its parent's arm: it goes on running the same
+    // program, usually talking to its parent through pipes, and a pair
+    // split across arms would measure neither (an exec draws afresh: the
+    // constructor runs again). Without statistics lines nothing here is
+    // needed, and nothing is written (stats_resolve() catches up if a
+    // reload turns them on).
+    if (!g_enabled.load(std::memory_order_acquire)) return;
+    mark_start();
+    const Runtime& rt = runtime();
+    const std::uint64_t period = rt.stats_period_ns.load(kRelaxed);
+    if (period != 0) set_stats_tick(rt.stats_tick.load(kRelaxed), period);
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
+    // Lines turned on in a forked child that started without them.
+    if (!options.stats.empty() && !g_enabled.load(std::memory_order_relaxed) &&
+        sys::raw(SYS_getpid) != g_pid)
+        mark_start();
     const int cur = g_current.load(std::memory_order_relaxed);
     Settled& next = g_settled[1 - cur];
     next.config = options;

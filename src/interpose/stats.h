@@ -21,8 +21,10 @@
 namespace pipespin::interpose {
 
 // At start-up, before anything else here: the process's pid, program name
-// and start time, and the fork handler.
+// and start time.
 void stats_start() noexcept;
+// In a child after fork(): its own pid and start time, if lines are on.
+void stats_after_fork() noexcept;
 
 // After every resolution of the options (start-up, and a live reload):
 // keeps a copy of the resolved configuration for the lines, settles the

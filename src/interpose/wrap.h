@@ -24,28 +24,6 @@ inline long to_libc(long r) noexcept {
     return r;
 }
 
-// The real call, on the fd the program named, or on the shim's reference to
-// the file the call began on (then closed, also if the thread is cancelled).
-template <class R, class Call>
-R call_real(const Plan& plan, int fd, Call& call) {
-    if (plan.held_fd < 0) return call(fd);
-    struct Ctx {
-        Call* call;
-        int fd;
-        R r;
-    } ctx{&call, plan.held_fd, R{}};
-    sys::call_holding(
-        [](void* p) {
-            auto* c = static_cast<Ctx*>(p);
-            c->r = (*c->call)(c->fd);
-        },
-        &ctx, plan.held_fd);
-    const int e = errno;
-    release_hold(plan.held_fd);
-    errno = e;
-    return ctx.r;
-}
-
 // Done: the plan's result; Interrupted: EINTR; Call: the real call, whose
 // errno the program gets. after_call() sees what the program gets. A plan
 // that made the wait under the caller's signal mask (pselect, ppoll,
@@ -69,7 +47,7 @@ R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
             break;
     }
     errno = saved_errno;
-    R r = call_real<R>(plan, fd, call);
+    R r = call(fd);
     if (plan.mask_applied || plan.dir != nullptr) {
         const int e = errno;
         end_wait(plan);

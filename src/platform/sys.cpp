@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
@@ -124,18 +125,25 @@ long write(int fd, const void* buf, std::size_t n) noexcept {
     return raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
 
-extern "C" void pipespin_test_cancel_holding(int held_fd);
-extern "C" void pipespin_call_holding(void (*fn)(void*), void* ctx, int held_fd);
-
-void test_cancel(int held_fd) {
-    pipespin_test_cancel_holding(held_fd);
-}
-void call_holding(void (*fn)(void*), void* ctx, int held_fd) {
-    pipespin_call_holding(fn, ctx, held_fd);
+void test_cancel() {
+    // Not interposed; C++ frames of ours unwind through unwind tables.
+    pthread_testcancel();
 }
 
 long sched_yield() noexcept {
     return raw(SYS_sched_yield);
+}
+
+void* map_anon(std::size_t bytes) noexcept {
+    const long r = raw(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // The kernel returns -errno in the last page of the address space.
+    if (r < 0 && r > -4096) return nullptr;
+    return reinterpret_cast<void*>(r);
+}
+
+void unmap(void* p, std::size_t bytes) noexcept {
+    raw(SYS_munmap, reinterpret_cast<long>(p), static_cast<long>(bytes));
 }
 
 namespace {

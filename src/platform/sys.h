@@ -85,6 +85,10 @@ long close(int fd) noexcept;
 long read(int fd, void* buf, std::size_t n) noexcept;
 long write(int fd, const void* buf, std::size_t n) noexcept;
 long sched_yield() noexcept;
+// Anonymous private memory (MAP_NORESERVE: the kernel backs each page on
+// its first write), or null.
+void* map_anon(std::size_t bytes) noexcept;
+void unmap(void* p, std::size_t bytes) noexcept;
 
 // What the config loader and its live re-check need to know about a file.
 struct FileInfo {
@@ -134,12 +138,8 @@ inline void cpu_relax() noexcept {
 }
 
 // pthread_testcancel(): acts on a pending deferred cancellation (unwinds
-// this thread), else returns at once. `held_fd` (if >= 0) is closed on the
-// way out, so a cancelled spin leaks nothing.
-void test_cancel(int held_fd);
-// fn(ctx), closing held_fd if the thread is cancelled inside it (the caller
-// closes it otherwise). For the real call made through a held fd.
-void call_holding(void (*fn)(void*), void* ctx, int held_fd);
+// this thread), else returns at once.
+void test_cancel();
 
 // CPUs this thread may run on (sched_getaffinity), at least 1.
 int usable_cpus() noexcept;

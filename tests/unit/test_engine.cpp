@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
-#include <cstring>
 #include <unistd.h>
+#include <cstring>
 
 #include "core/engine.h"
 
@@ -27,7 +27,7 @@ struct PipeFixture {
             fd_table().forget(fd);
         }
     }
-    DirState& reader() { return fd_table().slot(fds[0])->dir[0]; }
+    DirState& reader() { return fd_table().state(fds[0])->dir[0]; }
 };
 
 }  // namespace
@@ -73,14 +73,12 @@ TEST_CASE("engine: spin_read=off and spin_write=off switch off one direction onl
     plan = before_write(p.fds[1], block, 1);
     CHECK(plan.action == Plan::Action::Call);
     CHECK(plan.obs.spun);
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
 
     o.spin_read = 1;
     o.spin_write = 0;
     PipeFixture q(Mode::Fixed, 1, o);
     plan = before_read(q.fds[0], &c, 1);
     CHECK(plan.obs.spun);
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
 }
 
 TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {
@@ -145,6 +143,7 @@ TEST_CASE("engine: adaptive counts a call early only outside a measuring epoch",
 
 TEST_CASE("engine: adaptive learns from a spun wait that outlasted its budget", "[engine]") {
     PipeFixture p(Mode::Adaptive, 1);
+    p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
     for (int i = 0; i < SpinPolicy::kLongWaitLimit; ++i) {
         char c;
         Plan plan = before_read(p.fds[0], &c, 1);
@@ -189,14 +188,11 @@ TEST_CASE("engine: the reload check runs on a wait that would block, rate-limite
     PipeFixture p(Mode::Fixed, 1, with_reload());
     char c;
     Plan plan = before_read(p.fds[0], &c, 1);  // within the period: no check
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
     CHECK(g_reload_calls == 0);
     ReloadFixture::let_period_pass();
     plan = before_read(p.fds[0], &c, 1);
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
     CHECK(g_reload_calls == 1);
     plan = before_read(p.fds[0], &c, 1);  // the next period has not passed
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
     CHECK(g_reload_calls == 1);
 }
 
@@ -244,7 +240,6 @@ TEST_CASE("engine: configure() applies to fds that already exist", "[engine][rel
     configure(o, 4096);
     plan = before_read(p.fds[0], &c, 1);
     CHECK(plan.obs.spun);
-    if (plan.held_fd >= 0) release_hold(plan.held_fd);
     o.spin_read = 0;  // a direction switched off
     configure(o, 4096);
     plan = before_read(p.fds[0], &c, 1);
@@ -262,6 +257,31 @@ TEST_CASE("engine: a change of mode restarts what adaptive learnt", "[engine][re
     CHECK(p.reader().policy.get_phase() == Phase::Plain);
     o.spin_us = 2;
     configure(o, 4096);
-    CHECK(p.reader().policy.get_phase() == Phase::TrySpin);
+    CHECK(p.reader().policy.get_phase() == Phase::Fresh);
     CHECK(p.reader().policy.exploit_left.load() == 0);
+}
+
+TEST_CASE("engine: a fresh fd the prior does not spin for is watched: one look, no spin, timed",
+          "[engine][fresh]") {
+    PipeFixture p(Mode::Adaptive, 1000000);  // a 1 s ceiling: a spin would be noticed
+    FreshPrior::Lane& lane = runtime().prior.lane(Origin::Made, 0);
+    lane.score.store(0);
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK_FALSE(plan.obs.spun);
+    CHECK(plan.obs.watched);
+    CHECK(plan.lane == &lane);
+    CHECK(p.reader().spins.load() == 0);
+    // The real call returned at once: a spin would have caught it.
+    after_call(plan, 1);
+    CHECK(lane.score.load() == FreshPrior::kHitGain);
+    CHECK(p.reader().waits.load() == 1);
+    // A non-blocking fd's EAGAIN is no wait and teaches nothing.
+    REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
+    plan = before_read(p.fds[0], &c, 1);
+    after_call(plan, -1);
+    CHECK(lane.score.load() == FreshPrior::kHitGain);
+    CHECK(p.reader().waits.load() == 1);
+    lane.score.store(0);
 }

@@ -55,7 +55,7 @@ TEST_CASE_METHOD(Fixture, "a non-pipe is cached as such and never offers a slot"
     FdInfo b = t.lookup(7, Fake::classify);
     CHECK(Fake::calls == 1);
     CHECK_FALSE(a.pipe());
-    CHECK(b.slot == nullptr);
+    CHECK(b.state == nullptr);
 }
 
 TEST_CASE_METHOD(Fixture, "an fd that cannot be examined is not cached", "[fd_table]") {
@@ -102,13 +102,61 @@ TEST_CASE_METHOD(Fixture, "a classification that raced with a close is not store
     CHECK(Fake::calls == 2);
 }
 
-TEST_CASE_METHOD(Fixture, "fds outside the table pass through", "[fd_table]") {
-    CHECK(t.lookup(-1, Fake::classify).slot == nullptr);
-    CHECK(t.lookup(FdTable::kSize, Fake::classify).slot == nullptr);
-    CHECK(t.lookup(1 << 20, Fake::classify).slot == nullptr);
-    t.set_pipe(FdTable::kSize + 1, FdTable::kSize + 2);  // no crash, nothing stored
-    t.forget(FdTable::kSize + 5);
+TEST_CASE_METHOD(Fixture, "no ceiling on fd numbers; negative ones pass through", "[fd_table]") {
+    CHECK(t.lookup(-1, Fake::classify).state == nullptr);
+    CHECK(t.blocks_mapped() == 0);
+    for (int fd : {70000, (1 << 20) + 3, (1 << 30) + 7, 0x7ffffffe}) {
+        t.set_pipe(fd, fd + 1);
+        CHECK(t.lookup(fd, Fake::classify).can(Dir::Read));
+        CHECK(t.lookup(fd + 1, Fake::classify).can(Dir::Write));
+        t.forget(fd);
+        CHECK_FALSE(t.lookup(fd, nullptr).pipe());
+    }
     CHECK(Fake::calls == 0);
+    t.forget_range(0, ~0u);
+    CHECK_FALSE(t.lookup(0x7fffffff, nullptr).pipe());
+}
+
+TEST_CASE_METHOD(Fixture, "nothing is mapped until a fd needs remembering", "[fd_table]") {
+    CHECK(t.blocks_mapped() == 0);
+    t.forget(5);                               // close of a fd never seen
+    t.forget_range(0, 1000);                   // close_range over nothing
+    CHECK_FALSE(t.lookup(5, nullptr).pipe());  // no classifier: nothing learnt
+    CHECK(t.blocks_mapped() == 0);
+    t.set_pipe(3, 4);
+    CHECK(t.blocks_mapped() == 1);
+    t.set_pipe(600, 601);  // the next block of 512 fds
+    CHECK(t.blocks_mapped() == 2);
+}
+
+TEST_CASE_METHOD(Fixture, "a dup names the same file: known at once, with what it learnt",
+                 "[fd_table]") {
+    t.set_pipe(3, 4);
+    t.state(4)->dir[1].policy.phase.store(static_cast<std::uint8_t>(Phase::Spin));
+    t.set_dup(4, 1);  // dup2(4, 1): a shell's child writing into the pipe
+    FdInfo one = t.lookup(1, Fake::classify);
+    CHECK(Fake::calls == 0);
+    CHECK(one.can(Dir::Write));
+    CHECK(one.origin() == Origin::Made);
+    CHECK(one.state->dir[1].policy.get_phase() == Phase::Spin);
+    // A dup of an fd the table does not know is unknown too.
+    t.set_dup(9, 10);
+    Fake::answer[10] = kReadPipe;
+    CHECK(t.lookup(10, Fake::classify).can(Dir::Read));
+    CHECK(Fake::calls == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "a spin can tell that its fd number was closed or replaced",
+                 "[fd_table]") {
+    t.set_pipe(3, 4);
+    FdInfo info = t.lookup(3, Fake::classify);
+    CHECK(info.current());
+    t.set_dup(4, 3);  // dup2(4, 3) by another thread
+    CHECK_FALSE(info.current());
+    FdInfo again = t.lookup(3, Fake::classify);
+    CHECK(again.current());
+    t.forget_range(0, 10);  // close_range
+    CHECK_FALSE(again.current());
 }
 
 TEST_CASE_METHOD(Fixture, "the nowait fallback sticks to the file it was learnt on", "[fd_table]") {
@@ -133,7 +181,6 @@ TEST_CASE_METHOD(Fixture, "forgetting a range (close_range) resets every used sl
                  "[fd_table]") {
     t.set_pipe(3, 4);
     t.set_pipe(20, 21);
-    CHECK(t.high_water() == 22);
     t.forget_range(4, 20);
     CHECK(t.lookup(3, Fake::classify).can(Dir::Read));
     CHECK_FALSE(t.lookup(4, Fake::classify).pipe());
@@ -146,9 +193,9 @@ TEST_CASE_METHOD(Fixture, "forgetting a range (close_range) resets every used sl
 TEST_CASE_METHOD(Fixture, "a new pipe on a reused number starts with fresh learning",
                  "[fd_table]") {
     t.set_pipe(3, 4);
-    FdSlot* s = t.slot(3);
+    FdState* s = t.state(3);
     s->dir[0].policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
     t.forget(3);
     t.set_pipe(3, 4);
-    CHECK(s->dir[0].policy.get_phase() == Phase::TrySpin);
+    CHECK(s->dir[0].policy.get_phase() == Phase::Fresh);
 }

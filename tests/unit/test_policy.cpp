@@ -32,29 +32,43 @@ struct Step {
 struct Sim {
     PolicyState s;
     WakeEstimate wake;
+    FreshPrior prior;
+    FreshPrior::Lane* lane = &prior.lane(Origin::Made, 0);
     PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
     std::uint64_t wake_ns = 20 * kUs;
     std::uint64_t call_ns = 1 * kUs;
-    std::uint64_t spins = 0, calls = 0, max_budget = 0;
+    std::uint64_t spins = 0, calls = 0, max_budget = 0, watched = 0;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
 
     Sim() { g_now = 1'000'000; }
 
+    // A new fd (the process's prior stays).
+    void new_fd() { s.reset(); }
+
     // Returns whether the call spun.
     bool call(Step st, std::function<Step(bool)> const* by_mode = nullptr) {
-        const std::uint64_t budget = SpinPolicy::budget_ns(s, p, wake);
-        max_budget = std::max(max_budget, budget);
-        if (by_mode) st = (*by_mode)(budget > 0);
+        const std::uint64_t budget = SpinPolicy::budget_ns(s, p, wake, *lane);
+        const bool spinning = budget > SpinPolicy::kWatchOnly;
+        if (spinning) max_budget = std::max(max_budget, budget);
+        if (by_mode) st = (*by_mode)(spinning);
         ++calls;
         const Phase phase = s.get_phase();
         if (phase == Phase::TrySpin || phase == Phase::TryPlain) ++measuring;
         // As the engine does (without statistics lines): a call that will
         // not spin is counted before it, when the policy allows that.
-        const bool early =
-            (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p);
+        const bool early = (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p);
         bool spun = false;
         if (st.wait_ns == 0) {
             g_now += call_ns;
+        } else if (budget == SpinPolicy::kWatchOnly) {
+            // A fresh fd that does not spin: the wait is timed.
+            ++watched;
+            WaitObservation o;
+            o.watched = true;
+            o.budget_ns = SpinPolicy::spin_ns(p, wake);
+            o.block_ns = st.wait_ns + wake_ns + call_ns;
+            g_now += o.block_ns;
+            SpinPolicy::on_wait(s, p, wake, o, lane);
         } else if (budget == 0) {
             g_now += st.wait_ns + wake_ns + call_ns;
         } else {
@@ -72,7 +86,7 @@ struct Sim {
                 o.block_ns = st.wait_ns - budget + wake_ns + call_ns;
                 g_now += o.spin_ns + o.block_ns;
             }
-            SpinPolicy::on_wait(s, p, wake, o);
+            SpinPolicy::on_wait(s, p, wake, o, lane);
         }
         if (!early) SpinPolicy::on_call(s, p, st.bytes, fake_now);
         return spun;
@@ -95,9 +109,9 @@ TEST_CASE("fixed mode spins the whole budget, whatever it has seen", "[policy]")
     Sim sim;
     sim.p.mode = Mode::Fixed;
     sim.run(1000, kSparse);
-    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == kCeiling);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane) == kCeiling);
     sim.p.max_spin_ns = 0;
-    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane) == 0);
 }
 
 TEST_CASE("off mode never spins", "[policy]") {
@@ -111,7 +125,7 @@ TEST_CASE("with one usable CPU there is nobody to spin for", "[policy]") {
     sim.p.usable_cpus = 1;
     CHECK(sim.run(1000, kShort) == 0);
     sim.p.mode = Mode::Fixed;
-    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane) == 0);
 }
 
 TEST_CASE("an oversubscribed host stops adaptive spinning at once", "[policy]") {
@@ -132,8 +146,11 @@ TEST_CASE("short waits converge to spinning", "[policy]") {
 
 TEST_CASE("long waits converge to no spin within a bounded number of waits", "[policy]") {
     Sim sim;
-    // The first epoch tries spinning, and gives up after kLongWaitLimit waits.
-    CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) == SpinPolicy::kLongWaitLimit);
+    // A fresh fd does not spin on its first waits (its process has learnt
+    // nothing yet); its experiment then starts without spinning (none of
+    // those waits was short), and its TrySpin epoch gives up after
+    // kLongWaitLimit waits.
+    CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= SpinPolicy::kLongWaitLimit);
     CHECK(sim.run(20 * SpinPolicy::kEpochCalls, kSparse) <= 10 * SpinPolicy::kLongWaitLimit);
     // In the long run each re-check costs at most kLongWaitLimit spins per
     // kExploitMax epochs.
@@ -227,17 +244,19 @@ TEST_CASE("the wake-up estimate learns from blocks and stays under the ceiling",
 
 TEST_CASE("a budget follows the learnt wake-up cost", "[policy]") {
     Sim sim;
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
     for (int i = 0; i < 200; ++i) sim.wake.observe(5 * kUs, kCeiling);
-    const std::uint64_t b = SpinPolicy::budget_ns(sim.s, sim.p, sim.wake);
+    const std::uint64_t b = SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane);
     CHECK(b >= 5 * kUs);
     CHECK(b < 20 * kUs);
 }
 
 TEST_CASE("a wait that found no CPU free stops spinning on that fd for the epoch", "[policy]") {
     Sim sim;
-    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) > 0);
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane) > 0);
     SpinPolicy::on_no_cpu(sim.s);
-    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake) == 0);
+    CHECK(SpinPolicy::budget_ns(sim.s, sim.p, sim.wake, *sim.lane) == 0);
     // The next measuring epoch asks again.
     sim.run(3 * SpinPolicy::kEpochCalls, kShort);
     CHECK(sim.run(SpinPolicy::kEpochCalls * (SpinPolicy::kExploitMax + 3), kShort) > 0);
@@ -246,7 +265,12 @@ TEST_CASE("a wait that found no CPU free stops spinning on that fd for the epoch
 TEST_CASE("exploit epochs are counted before the call, measuring epochs after it", "[policy]") {
     PolicyState s;
     const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
-    // A new fd measures: its calls need on_call() with their bytes.
+    // A fresh fd counts calls only: early.
+    CHECK(SpinPolicy::count_early(s, p));
+    CHECK(s.epoch_calls.load() == 1);
+    // A measuring epoch needs on_call() with the bytes.
+    s.reset();
+    s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
     CHECK_FALSE(SpinPolicy::count_early(s, p));
     CHECK(s.epoch_calls.load() == 0);
     // The last epoch of a run of not spinning: counted early, without the
@@ -314,5 +338,105 @@ TEST_CASE("a fd that never waits spends few calls measuring", "[policy]") {
     CHECK(sim.spins == 0);
     // One kEarlyCalls look per exploit run (4, 8, ... 64 epochs).
     CHECK(sim.measuring <= 8 * SpinPolicy::kEarlyCalls);
+    CHECK(sim.s.get_phase() == Phase::Plain);
+}
+
+// ---- fresh fds: the process's prior ---------------------------------------
+
+namespace {
+
+constexpr Step kOneShot{300 * kUs, 6};  // a command substitution: the child must start first
+
+// A shell loop: each fd lives for one read that waits, then the data (and
+// EOF). Returns how many of the n fds spun.
+std::uint64_t one_shot_fds(Sim& sim, int n) {
+    std::uint64_t spun = 0;
+    for (int i = 0; i < n; ++i) {
+        sim.new_fd();
+        if (sim.call(kOneShot)) ++spun;
+        sim.call(Step{0, 0});  // EOF
+    }
+    return spun;
+}
+
+// The index (from 1) of the first call that spun in a ping-pong on a new fd
+// whose first wait is its peer starting up; 0 if none within n calls.
+std::uint64_t first_spin_of_ping_pong(Sim& sim, std::uint64_t n) {
+    sim.new_fd();
+    if (sim.call(Step{2'000 * kUs, 1})) return 1;
+    for (std::uint64_t i = 2; i <= n; ++i)
+        if (sim.call(kShort)) return i;
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a stream of one-shot fds converges to not spinning within a bounded number of fds",
+          "[policy][fresh]") {
+    // From a new process's prior: no fresh fd spins at all.
+    Sim sim;
+    CHECK(one_shot_fds(sim, 1000) == 0);
+    CHECK(sim.watched == 1000);
+    CHECK_FALSE(sim.lane->spins());
+    // From a prior that a ping-pong phase made as hopeful as it gets: each
+    // miss costs more than a hit gains, so it stops within a few fds.
+    Sim hopeful;
+    hopeful.lane->score.store(FreshPrior::kScoreMax);
+    const std::uint64_t bound = FreshPrior::kScoreMax / FreshPrior::kMissCost + 1;
+    CHECK(one_shot_fds(hopeful, 1000) <= bound);
+    CHECK(hopeful.spins <= bound);
+}
+
+TEST_CASE(
+    "a long-lived ping-pong still reaches spinning within its first epoch, whatever the prior",
+    "[policy][fresh]") {
+    for (std::int8_t score :
+         {std::int8_t{0}, std::int8_t{-FreshPrior::kScoreMax}, FreshPrior::kScoreMax}) {
+        CAPTURE(int{score});
+        Sim sim;
+        sim.lane->score.store(score);
+        const std::uint64_t first = first_spin_of_ping_pong(sim, SpinPolicy::kEpochCalls);
+        CHECK(first >= 1);
+        CHECK(first <= SpinPolicy::kFreshWaits + 1);
+        // And it converges to spinning as any ping-pong does.
+        sim.run(20 * SpinPolicy::kEpochCalls, kShort);
+        CHECK(sim.s.get_phase() == Phase::Spin);
+    }
+}
+
+TEST_CASE("the prior learns from watched waits: short first waits turn spinning on for fresh fds",
+          "[policy][fresh]") {
+    // A process whose fresh fds answered late learns that its new fds now
+    // answer at once (a pool of workers that is warm): the waits it timed
+    // without spinning are the evidence, no spin is wasted to get it.
+    Sim sim;
+    one_shot_fds(sim, 100);
+    REQUIRE(sim.lane->score.load() == -FreshPrior::kScoreMax);
+    int fds = 0;
+    bool spun = false;
+    while (!spun && fds < 100) {
+        sim.new_fd();
+        ++fds;
+        spun = sim.call(kShort);
+        sim.call(Step{0, 0});
+    }
+    CHECK(spun);
+    // Each short wait gains kHitGain: from the bottom to spinning.
+    CHECK(fds <= FreshPrior::kScoreMax / FreshPrior::kHitGain + 2);
+}
+
+TEST_CASE("a fresh fd's experiment starts with what its own first waits said", "[policy][fresh]") {
+    Sim sim;
+    sim.new_fd();
+    sim.call(Step{2'000 * kUs, 1});
+    sim.call(Step{2'000 * kUs, 1});
+    CHECK(sim.s.get_phase() == Phase::TryPlain);  // neither was short: measure plain first
+    sim.new_fd();
+    sim.call(Step{2'000 * kUs, 1});
+    sim.call(kShort);
+    CHECK(sim.s.get_phase() == Phase::TrySpin);
+    // A fresh fd that does not wait by its kEarlyCalls-th call will not.
+    sim.new_fd();
+    sim.run(SpinPolicy::kEarlyCalls, Step{0, 100});
     CHECK(sim.s.get_phase() == Phase::Plain);
 }

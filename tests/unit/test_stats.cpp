@@ -45,11 +45,11 @@ TEST_CASE("stats: a closed pipe's counters are kept, a new pipe on its number st
           "[stats]") {
     auto t = table();
     t->set_pipe(3, 4);
-    count(t->slot(3)->dir[0], 10, 4, 3);
+    count(t->state(3)->dir[0], 10, 4, 3);
     t->forget(3);  // close(3)
-    CHECK(t->slot(3)->dir[0].calls.load() == 0);
+    CHECK(t->state(3)->dir[0].calls.load() == 0);
     t->set_pipe(3, 5);  // a new pipe on the same number
-    count(t->slot(3)->dir[0], 2, 1, 1);
+    count(t->state(3)->dir[0], 2, 1, 1);
 
     StatsSnapshot s;
     t->snapshot(s);
@@ -63,12 +63,12 @@ TEST_CASE("stats: a closed pipe's counters are kept, a new pipe on its number st
 TEST_CASE("stats: set_pipe over a slot whose close was never seen folds it too", "[stats]") {
     auto t = table();
     t->set_pipe(6, 7);
-    count(t->slot(7)->dir[1], 5, 0, 0);
+    count(t->state(7)->dir[1], 5, 0, 0);
     t->set_pipe(7, 6);  // the numbers were reused behind our back
     StatsSnapshot s;
     t->snapshot(s);
     CHECK(s.at(StatKind::Pipe, StatDir::Write).calls == 5);
-    CHECK(t->slot(7)->dir[1].calls.load() == 0);
+    CHECK(t->state(7)->dir[1].calls.load() == 0);
 }
 
 TEST_CASE("stats: close_range and FIFOs: the kind the fd had when it was forgotten", "[stats]") {
@@ -78,8 +78,8 @@ TEST_CASE("stats: close_range and FIFOs: the kind the fd had when it was forgott
         return fdbits::kKnown | fdbits::kPipe | fdbits::kReadable | fdbits::kFifo;
     });
     REQUIRE(fifo.kind() == StatKind::Fifo);
-    count(fifo.slot->dir[0], 7, 2, 2);
-    count(t->slot(10)->dir[0], 3, 0, 0);
+    count(fifo.state->dir[0], 7, 2, 2);
+    count(t->state(10)->dir[0], 3, 0, 0);
     t->forget_range(0, 100);
     StatsSnapshot s;
     t->snapshot(s);
@@ -89,22 +89,35 @@ TEST_CASE("stats: close_range and FIFOs: the kind the fd had when it was forgott
     CHECK(s.total().calls == 10);
 }
 
-TEST_CASE("stats: reset_counters zeroes live slots and the folded totals", "[stats]") {
+TEST_CASE("stats: a new process (a child after fork) counts from zero, writing one word",
+          "[stats]") {
     auto t = table();
     t->set_pipe(3, 4);
-    count(t->slot(3)->dir[0], 4, 1, 1);
+    count(t->state(3)->dir[0], 4, 1, 1);
     t->process().at(StatKind::Pipe, StatDir::Poll).waits.fetch_add(9);
     t->process().count_via(Via::Stdio, true);
     t->forget(4);
     StatsSnapshot before;
     t->snapshot(before);
     CHECK(before.via[static_cast<int>(Via::Stdio)].spin_hits == 1);
-    t->reset_counters();
+    CHECK(before.total().calls == 4);
+    t->new_process();
+    // Nothing was cleared: the parent's counts are still in the pages the
+    // child shares with it, and read as zero.
+    CHECK(t->state(3)->dir[0].calls.load() == 4);
     StatsSnapshot s;
     t->snapshot(s);
     CHECK(s.total().calls == 0);
     CHECK(s.total().waits == 0);
     CHECK(s.via[static_cast<int>(Via::Stdio)].spins == 0);
+    // The child's own use of fd 3 starts from zero, and a close folds only
+    // what the child counted.
+    FdInfo info = t->lookup(3, nullptr);
+    REQUIRE(info.pipe());
+    count(info.state->dir[0], 2, 0, 0);
+    t->forget(3);
+    t->snapshot(s);
+    CHECK(s.at(StatKind::Pipe, StatDir::Read).calls == 2);
 }
 
 TEST_CASE("stats: spins per hook family, hits among them", "[stats]") {
