@@ -480,26 +480,37 @@ PolicyParams Runtime::params() const noexcept {
     return p;
 }
 
+namespace {
+// Writes only what changes (see Runtime); true if it changed.
+template <class T, class V>
+bool update(std::atomic<T>& field, V value) noexcept {
+    const T v = static_cast<T>(value);
+    if (field.load(std::memory_order_relaxed) == v) return false;
+    field.store(v, std::memory_order_relaxed);
+    return true;
+}
+}  // namespace
+
 void configure(const Options& o, int usable_cpus) noexcept {
-    constexpr auto kRelaxed = std::memory_order_relaxed;
-    const std::uint64_t max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
-    const bool mode_changed = g_runtime.mode.exchange(o.mode(), kRelaxed) != o.mode();
+    const bool mode_changed = update(g_runtime.mode, o.mode());
     const bool ceiling_changed =
-        g_runtime.max_spin_ns.exchange(max_spin_ns, kRelaxed) != max_spin_ns;
-    const bool relearn = mode_changed || ceiling_changed;
-    g_runtime.usable_cpus.store(usable_cpus, kRelaxed);
-    g_runtime.probe.store(o.probe(), kRelaxed);
-    g_runtime.spin_dir[static_cast<int>(Dir::Read)].store(o.spin_read != 0, kRelaxed);
-    g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
-    g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
-    g_runtime.count_bytes.store(!o.stats.empty(), kRelaxed);
+        update(g_runtime.max_spin_ns, static_cast<std::uint64_t>(o.spin_us) * 1000u);
+    update(g_runtime.usable_cpus, usable_cpus);
+    update(g_runtime.probe, o.probe());
+    update(g_runtime.spin_dir[static_cast<int>(Dir::Read)], o.spin_read != 0);
+    update(g_runtime.spin_dir[static_cast<int>(Dir::Write)], o.spin_write != 0);
+    update(g_runtime.spin_poll, o.spin_poll != 0);
+    update(g_runtime.count_bytes, !o.stats.empty());
     const bool may_spin = o.mode() != Mode::Off && o.spin_us != 0 && usable_cpus >= 2 &&
                           (o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0);
-    g_runtime.classify.store(may_spin || !o.stats.empty(), kRelaxed);
-    g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
-    g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
-                                   kRelaxed);
-    if (relearn) {
+    update(g_runtime.classify, may_spin || !o.stats.empty());
+    // A changed period starts counting now; the first check of all comes at
+    // the first chance (reload_next_ns 0), since the file may have changed
+    // since it was read.
+    if (update(g_runtime.reload_ms, o.reload_ms))
+        g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
+                                       std::memory_order_relaxed);
+    if ((mode_changed || ceiling_changed) && g_table.blocks_mapped() != 0) {
         // What adaptive mode measured was under other settings. Threads in
         // a call meanwhile may write a stale field back: that costs one
         // epoch's accuracy, never correctness.

@@ -54,21 +54,25 @@ struct Plan {
 using StatsTick = void (*)() noexcept;
 using ReloadHook = void (*)() noexcept;
 
-// Process-wide settings, constant-initialised so that calls arriving before
-// the shim's constructor find sane values. configure() rewrites them while
-// other threads read them (a live reload), so every field is a relaxed
-// atomic: a call that began under the old values may finish under them.
+// Process-wide settings, constant-initialised to what the default options
+// resolve to (configure() then writes only what differs: a page written at
+// start-up is a page fault in every process), and so that calls arriving
+// before the shim's constructor find sane values. configure() rewrites them
+// while other threads read them (a live reload), so every field is a
+// relaxed atomic: a call that began under the old values may finish under
+// them.
 struct Runtime {
-    std::atomic<Mode> mode{Mode::Fixed};
-    std::atomic<std::uint64_t> max_spin_ns{50'000};
+    static constexpr Options kDefaults{};
+    std::atomic<Mode> mode{kDefaults.mode()};
+    std::atomic<std::uint64_t> max_spin_ns{std::uint64_t{kDefaults.spin_us} * 1000u};
     std::atomic<int> usable_cpus{2};
-    std::atomic<Probe> probe{Probe::Nowait};
-    std::atomic<bool> spin_dir[2] = {true, true};  // spin_read, spin_write (indexed by Dir)
-    std::atomic<bool> spin_poll{true};             // spin in poll/select/epoll
+    std::atomic<Probe> probe{kDefaults.probe()};
+    std::atomic<bool> spin_dir[2] = {kDefaults.spin_read != 0, kDefaults.spin_write != 0};
+    std::atomic<bool> spin_poll{kDefaults.spin_poll != 0};  // spin in poll/select/epoll
     // Statistics lines are on, so the bytes each call moved are counted.
     // Otherwise no one reads them, and a call that does not spin is counted
     // before its real call (see settle_early in engine.cpp).
-    std::atomic<bool> count_bytes{true};
+    std::atomic<bool> count_bytes{!kDefaults.stats.empty()};
     WakeEstimate wake;
     FreshPrior prior;  // what the first waits of fresh fds taught the process
     // Unknown fds are classified (a few syscalls, once per fd): only when
@@ -80,8 +84,8 @@ struct Runtime {
     std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
     std::atomic<std::uint64_t> stats_period_ns{0};
     std::atomic<std::uint64_t> stats_next_ns{0};
-    std::atomic<std::uint32_t> reload_ms{0};  // 0: no re-checks
-    std::atomic<std::uint64_t> reload_next_ns{0};
+    std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
+    std::atomic<std::uint64_t> reload_next_ns{0};  // 0: at the first chance
     std::atomic<ReloadHook> reload_hook{nullptr};
 
     // The policy's view of the settings now.

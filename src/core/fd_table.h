@@ -175,7 +175,6 @@ private:
     std::atomic<Block*> near_[kNearBlocks] = {};
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
     std::atomic<int> blocks_{0};
-    std::atomic<std::uint32_t> gen_{1};
     std::atomic<std::uint32_t> process_gen_{0};
     ProcessCounters process_;
 };

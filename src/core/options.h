@@ -26,7 +26,7 @@ enum class LogLevel : std::uint32_t { Off = 0, Error = 1, Warn = 2, Info = 3, De
 struct TextValue {
     char s[232] = {};
     std::string_view view() const noexcept { return {s, __builtin_strlen(s)}; }
-    bool empty() const noexcept { return s[0] == '\0'; }
+    constexpr bool empty() const noexcept { return s[0] == '\0'; }
 };
 
 // Resolved values. Plain integers and fixed texts so that one table can
@@ -46,9 +46,9 @@ struct Options {
     std::uint32_t ab_seed = 0;         // with the pid, decides the arm
     std::uint32_t reload_ms = 1000;    // config file re-check period; 0: never
 
-    Mode mode() const noexcept { return static_cast<Mode>(mode_v); }
-    Probe probe() const noexcept { return static_cast<Probe>(probe_v); }
-    LogLevel log() const noexcept { return static_cast<LogLevel>(log_v); }
+    constexpr Mode mode() const noexcept { return static_cast<Mode>(mode_v); }
+    constexpr Probe probe() const noexcept { return static_cast<Probe>(probe_v); }
+    constexpr LogLevel log() const noexcept { return static_cast<LogLevel>(log_v); }
 };
 
 enum class OptionKind : std::uint8_t { Choice, Number, Text };
