@@ -625,24 +625,43 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
 
 namespace {
 
-// Signals glibc keeps for itself (SIGCANCEL, SIGSETXID): never blocked,
-// whatever mask the program passes, as glibc's sigprocmask does.
-constexpr std::uint64_t kNeverBlock = (1ull << (32 - 1)) | (1ull << (33 - 1));
-
 // The spin shared by select, ppoll and epoll, once the set is known to hold
 // a tracked pipe (whose policy state `st` decides) and a first look found
 // nothing ready. The counters are the process's poll counters for the
 // pipe's kind, as for poll (a set is not one fd's). `look` is the call
-// itself with a zero timeout: > 0 ready, 0 nothing, -errno. Its answer is
-// the program's (answer_is_done: ppoll and epoll, whose look wrote the
-// result where the program reads it) or only a sign that the real call will
-// not wait (select, whose look ran on copies). A signal handler that runs
-// ends the wait with EINTR, whatever SA_RESTART says, as for these calls in
-// the kernel.
+// itself with a zero timeout, under the call's signal mask: > 0 ready, 0
+// nothing, -errno. Its answer is the program's (answer_is_done: ppoll and
+// epoll, whose look wrote the result where the program reads it) or only a
+// sign that the real call will not wait (select, whose look ran on copies).
+// A signal handler that runs ends the wait with EINTR, whatever SA_RESTART
+// says, as for these calls in the kernel.
+//
+// With a signal mask (pselect, ppoll, epoll_pwait) the kernel applies it on
+// entry and restores the thread's own on return, atomically: a handler runs
+// because of the call's mask only if the call fails with EINTR. The spin
+// keeps that guarantee by never installing the call's mask in user space:
+//  - every look passes it to the kernel, which applies and restores it as
+//    for the real call: a signal it lets through, pending or arriving, fails
+//    a ppoll or pselect look with EINTR after its handler ran. A
+//    zero-timeout epoll_pwait ignores signals (it returns 0), so there
+//    (looks_see_signals false) a zero-timeout ppoll on no fds under the
+//    same mask follows each look that found nothing;
+//  - between looks the thread's mask also blocks what the call's blocks
+//    (one SIG_BLOCK, which reports the thread's own mask), so that a signal
+//    the call would not have been interrupted by stays pending;
+//  - the thread's own mask is back before the spin returns, so before the
+//    real call, which gets the call's mask as its argument: nothing of the
+//    shim runs under a mask the program did not install.
+// What can still run a handler outside the looks matches a schedule the
+// program could see without the shim: a signal that neither mask blocks,
+// arriving after the last look, runs its handler before the real call (as
+// if it had come just before the call); one that only the call's mask
+// blocks, pending when the thread's mask comes back, runs its handler
+// before the real call or after the answer (as after the kernel's restore).
 template <class SetLook>
 Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParams& params,
-              std::int64_t timeout_ns, const void* sigmask, const SignalMark& mark,
-              bool answer_is_done, SetLook&& look) {
+              std::int64_t timeout_ns, const void* sigmask, SignalMark mark, bool answer_is_done,
+              bool looks_see_signals, SetLook&& look) {
     IoCounters& ctr = g_table.process().at(kind, StatDir::Poll);
     plan.dir = &st;
     plan.ctr = &ctr;
@@ -655,21 +674,23 @@ Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParam
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
+    std::uint64_t own_mask = 0;
     if (sigmask != nullptr) {
-        // The call waits under the caller's mask: so do the spin and the
-        // real call after it (end_wait() restores ours). The first look
-        // read the mask through the kernel, so it is readable.
-        std::uint64_t mask;
-        __builtin_memcpy(&mask, sigmask, sizeof mask);
-        mask &= ~kNeverBlock;
-        plan.mask_applied = sys::sigmask_swap(&mask, &plan.old_mask) == 0;
+        // The kernel reads the caller's mask: a bad one is the real call's EFAULT.
+        if (sys::change_sigmask(SIG_BLOCK, sigmask, &own_mask) < 0) return plan;
+        // A handler that ran before this point ran under the thread's own
+        // mask, before the call (as far as the program can tell) began.
+        mark = SignalMark{};
     }
+    // Only a signal the thread blocks can be one that the call's mask lets through.
+    const bool check_signals = sigmask != nullptr && !looks_see_signals && own_mask != 0;
     ctr.waits.fetch_add(1, std::memory_order_relaxed);
     long ready = 0;
     bool eintr = false;
     std::uint64_t spent = 0;
     SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
         ready = look();
+        if (ready == 0 && check_signals) ready = sys::poll_signals0(sigmask);
         if (ready == -EINTR) {  // a handler ran during the look itself
             eintr = true;
             return Look::Ready;
@@ -677,6 +698,7 @@ Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParam
         if (ready > 0) return answer_is_done ? Look::Answer : Look::Ready;
         return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
     });
+    if (sigmask != nullptr) sys::change_sigmask(SIG_SETMASK, &own_mask, nullptr);
     if (eintr) end = SpinEnd::Interrupted;
     count_spin(ctr, plan, end, spent);
     count_via(via, end);
@@ -687,7 +709,6 @@ Plan spin_set(Plan plan, DirState& st, StatKind kind, Via via, const PolicyParam
     }
     if (timeout_ns >= 0)
         plan.timeout_ns = std::max<std::int64_t>(0, timeout_ns - static_cast<std::int64_t>(spent));
-    if (plan.action != Plan::Action::Call) end_wait(plan);
     return plan;
 }
 
@@ -739,6 +760,20 @@ SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
             return {&info.slot->dir[static_cast<int>(Dir::Write)], info.kind()};
     }
     return {};
+}
+
+// Is a fd below nfds known to the table as a pipe? Only the table's words
+// are read: no system call, no classification, none of the caller's
+// memory. A pipe the shim has not looked at yet (an inherited stdin that
+// was never read) is not found: the select passes through until a read
+// classifies it.
+bool known_pipe_below(int nfds) noexcept {
+    const int top = std::min(nfds, g_table.high_water());
+    for (int fd = 0; fd < top; ++fd) {
+        FdSlot* slot = g_table.slot(fd);
+        if (FdInfo{slot, slot->word.load(std::memory_order_acquire)}.pipe()) return true;
+    }
+    return false;
 }
 
 // select, ppoll, epoll cannot spin in this process: the call passes
@@ -802,16 +837,24 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     const PolicyParams params = g_runtime.params();
     if (timeout_ns == 0 || nfds <= 0 || nfds > kMaxFds ||
         (rfds == nullptr && wfds == nullptr) ||  // select(0, 0, 0, 0, &tv): a sleep
-        set_waits_off(params))
+        set_waits_off(params) || !known_pipe_below(nfds))
         return plan;
+    // The sets are read here, in user space. No system call copies memory
+    // without a side effect but process_vm_readv, which a strict seccomp
+    // profile may forbid (or kill for), and the first look cannot run on
+    // the caller's own sets: a select that finds nothing zeroes them. So the
+    // bound, documented in the README: a program that passes an unreadable
+    // fd_set, while a pipe the shim knows is below nfds, gets SIGSEGV where
+    // the kernel returns EFAULT; as does one whose set is shorter than nfds
+    // bits with nfds above the size of its fd table (the kernel reads only
+    // that far).
     constexpr int kWords = kMaxFds / 64;
     const int words = (nfds + 63) / 64;
     const std::size_t bytes = static_cast<std::size_t>(words) * 8;
     void* user[3] = {rfds, wfds, efds};
     std::uint64_t in[3][kWords];
-    // Through the kernel: a bad pointer is the real call's EFAULT.
     for (int k = 0; k < 3; ++k)
-        if (user[k] != nullptr && sys::copy_in(in[k], user[k], bytes) < 0) return plan;
+        if (user[k] != nullptr) __builtin_memcpy(in[k], user[k], bytes);
 
     // The first tracked pipe in the read set, else in the write set.
     DirState* st = nullptr;
@@ -847,7 +890,8 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
     const long r = look();
     if (r == -EINTR) return interrupted(plan);
     if (r != 0) return plan;  // ready, or an error: the real call says which
-    return spin_set(plan, *st, kind, Via::Select, params, timeout_ns, sigmask, mark, false, look);
+    return spin_set(plan, *st, kind, Via::Select, params, timeout_ns, sigmask, mark, false, true,
+                    look);
 }
 
 Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask) {
@@ -864,7 +908,7 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     const SetPipe pipe = first_pipe_in_pollfds(fds, nfds);
     if (pipe.st == nullptr) return plan;
     return spin_set(plan, *pipe.st, pipe.kind, Via::Poll, params, timeout_ns, sigmask, mark, true,
-                    [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
+                    true, [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
 }
 
 void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
@@ -888,8 +932,12 @@ void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
         slot.store(0, std::memory_order_release);
 }
 
-Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeout_ns,
-                       const void* sigmask) {
+namespace {
+
+// epoll_wait, epoll_pwait and epoll_pwait2: the timeout is timeout_ns, or
+// (ts non-null) the caller's timespec, which the kernel reads first.
+Plan epoll_plan(int epfd, void* events, int maxevents, std::int64_t timeout_ns, const void* ts,
+                const void* sigmask) {
     Plan plan;
     plan.timeout_ns = timeout_ns;
     const PolicyParams params = g_runtime.params();
@@ -900,20 +948,38 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
     if (fd < 0) return plan;
     FdInfo info = g_table.lookup(fd, classify_fd);
     if (!info.can(dir)) return plan;
+    if (ts != nullptr) {
+        // Before the first look, which may consume an event: a timeout the
+        // kernel refuses (EFAULT, EINVAL) fails the real call with nothing
+        // consumed. Once the kernel read it, so may we (only another thread
+        // unmapping it meanwhile could make that fault). One that another
+        // thread made invalid since is the real call's to refuse.
+        if (sys::check_timeout(ts) != 0) return plan;
+        const auto* t = static_cast<const timespec*>(ts);
+        timeout_ns = wait_timeout_ns(t->tv_sec, t->tv_nsec, 1, 1'000'000'000);
+        if (timeout_ns == 0 || timeout_ns == kBadTimeout) return plan;
+        plan.timeout_ns = timeout_ns;
+    }
     const SignalMark mark;
     const long r = sys::epoll_pwait0(epfd, events, maxevents, sigmask);
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
     return spin_set(plan, info.slot->dir[static_cast<int>(dir)], info.kind(), Via::Epoll, params,
-                    timeout_ns, sigmask, mark, true,
+                    timeout_ns, sigmask, mark, true, false,
                     [&]() noexcept { return sys::epoll_pwait0(epfd, events, maxevents, sigmask); });
 }
 
-void end_wait(Plan& plan) noexcept {
-    if (!plan.mask_applied) return;
-    plan.mask_applied = false;
-    sys::sigmask_swap(&plan.old_mask, nullptr);
+}  // namespace
+
+Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeout_ns,
+                       const void* sigmask) {
+    return epoll_plan(epfd, events, maxevents, timeout_ns, nullptr, sigmask);
+}
+
+Plan before_epoll_pwait2(int epfd, void* events, int maxevents, const void* ts,
+                         const void* sigmask) {
+    return epoll_plan(epfd, events, maxevents, -1, ts, sigmask);
 }
 
 void after_call(Plan& plan, long result) noexcept {
