@@ -10,6 +10,7 @@ pipespin_packages=(
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
   time                               # /usr/bin/time for tools/bench/interpose.sh
+  strace                             # tests: the system calls a program makes
   xz-utils zstd perl                 # programs `pipespin coverage` runs
   man-db                             # tests/install renders the manual pages
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)

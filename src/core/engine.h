@@ -12,6 +12,7 @@
 // pending cancellation unwinds out of it.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
@@ -34,13 +35,9 @@ struct Plan {
     WaitObservation obs;               // obs.spun: a spin ran, after_call() learns from it
     std::uint64_t t_call = 0;          // when the real call was let go
     // select, ppoll, epoll: what remains of the caller's timeout after the
-    // spin (-1: none), in ns; the caller rounds it up to its own unit.
+    // spin (-1: none), in ns; the caller rounds it up to its own unit. When
+    // no spin ran (obs.spun false) the real call gets the caller's own.
     std::int64_t timeout_ns = -1;
-    // pselect, ppoll, epoll_pwait with a signal mask: the spin ran under the
-    // caller's mask, as the call would wait; the real call must run under it
-    // too, then end_wait() puts this one back.
-    bool mask_applied = false;
-    std::uint64_t old_mask = 0;
 };
 
 // Two slow-path hooks the interpose layer registers, each called at most
@@ -146,25 +143,49 @@ Plan before_readv(int fd, const void* iov, int iovcnt);
 // writev: a wait for room (never a nowait look: a vector larger than
 // PIPE_BUF may be split), then the real writev.
 Plan before_writev(int fd, const void* iov, int iovcnt);
+// A caller's timeout in ns: `sec` seconds and `frac` units of `frac_ns` ns
+// (a timeval's µs, a timespec's ns, below frac_max). kNoTimeout for one too
+// long to matter to a spin (the real call then gets the caller's own),
+// kBadTimeout for one the kernel refuses with EINVAL.
+inline constexpr std::int64_t kNoTimeout = -1;
+inline constexpr std::int64_t kBadTimeout = -2;
+constexpr std::int64_t wait_timeout_ns(long long sec, long long frac, std::int64_t frac_ns,
+                                       long long frac_max) noexcept {
+    constexpr std::int64_t kNsPerSec = 1'000'000'000;
+    constexpr std::int64_t kLongest = INT64_MAX / 2;  // ~146 years
+    if (sec < 0 || frac < 0 || frac >= frac_max) return kBadTimeout;
+    if (sec >= kLongest / kNsPerSec) return kNoTimeout;
+    return sec * kNsPerSec + frac * frac_ns;
+}
+
+// The select, ppoll and epoll waits, with the caller's signal mask (the
+// kernel's 8-byte mask, or null) where the call takes one. The spin keeps
+// the kernel's guarantee for that mask: a handler runs because of it only if
+// the call fails with EINTR (spin_set in engine.cpp says how). Never a
+// caller's pointer that the kernel would validate is dereferenced before the
+// kernel read it, except select's fd_sets (see before_select).
+//
 // select and pselect: the sets are the caller's fd_set pointers (any may be
-// null), timeout_ns < 0 for none, sigmask the kernel's 8-byte mask or null.
-// Never Done (the real call fills in the sets); on Call, the real call gets
-// plan.timeout_ns.
+// null), timeout_ns < 0 for none. Never Done (the real call fills in the
+// sets); on Call, the real call gets plan.timeout_ns. The sets are read in
+// user space, and only when a fd below nfds is a pipe the shim knows: an
+// unreadable set there is a SIGSEGV, where the kernel returns EFAULT.
 Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t timeout_ns,
                    const void* sigmask);
 // ppoll: as before_poll, with ns and a mask.
 Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const void* sigmask);
 // epoll_ctl succeeded: remember which pipe an epoll set waits on.
 void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept;
-// epoll_wait, epoll_pwait, epoll_pwait2. Done carries the events a
-// zero-timeout epoll_pwait returned (an edge-triggered or one-shot event is
-// consumed by it, so that is the answer).
+// epoll_wait, epoll_pwait, epoll_pwait2 without a timeout. Done carries the
+// events a zero-timeout epoll_pwait returned (an edge-triggered or one-shot
+// event is consumed by it, so that is the answer).
 Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeout_ns,
                        const void* sigmask);
-// After the real call of a plan from the select/ppoll/epoll family (or
-// right away for Done/Interrupted): puts the thread's signal mask back.
-// Leaves errno alone.
-void end_wait(Plan& plan) noexcept;
+// epoll_pwait2 with a timeout: `ts` is the caller's struct timespec, which
+// the kernel reads first (a bad pointer or value is the real call's EFAULT
+// or EINVAL, with nothing consumed), and only when the call may spin.
+Plan before_epoll_pwait2(int epfd, void* events, int maxevents, const void* ts,
+                         const void* sigmask);
 
 // In a child after fork(): what the parent counted is not the child's.
 // Writes one word (nothing else the child shares with its parent).

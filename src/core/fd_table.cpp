@@ -211,6 +211,21 @@ void FdTable::set_no_nowait(const FdInfo& info) noexcept {
     info.cls->compare_exchange_strong(w, w | fdbits::kNoNowait, std::memory_order_acq_rel);
 }
 
+bool FdTable::pipe_seen_below(int nfds) const noexcept {
+    for (int base = 0; base < nfds; base += kBlockFds) {
+        const Block* b = block(base);
+        if (b == nullptr) continue;
+        const int n = nfds - base < kBlockFds ? nfds - base : kBlockFds;
+        for (int w = 0; w * 64 < n; ++w) {
+            std::uint64_t bits = b->pipe_seen[w].load(std::memory_order_acquire);
+            const int left = n - w * 64;
+            if (left < 64) bits &= (1ull << left) - 1;
+            if (bits != 0) return true;
+        }
+    }
+    return false;
+}
+
 std::atomic<std::uint64_t>* FdTable::aux(int fd, bool create) noexcept {
     Block* b = create ? block_or_map(fd) : block(fd);
     return b == nullptr ? nullptr : &b->state[index_in_block(fd)].aux;

@@ -131,6 +131,10 @@ public:
     void forget_all() noexcept { forget_range(0, ~0u); }
     // RWF_NOWAIT answered EOPNOTSUPP on this fd: fall back to poll.
     void set_no_nowait(const FdInfo& info) noexcept;
+    // Has a fd below nfds been a pipe in this process (a few loads: the
+    // table's own bits, no classification, no syscall)? False only when
+    // none is or was.
+    bool pipe_seen_below(int nfds) const noexcept;
     // The fd's aux word (FdState::aux), mapping its block if `create`; null
     // if there is none.
     std::atomic<std::uint64_t>* aux(int fd, bool create) noexcept;

@@ -1,13 +1,20 @@
 // Event waits: select, pselect, ppoll and the epoll family. When the set
-// holds a tracked pipe, the core spins with zero-timeout calls (under the
-// caller's signal mask, where there is one), and the real call then waits
-// for what remains of the caller's timeout, rounded up to the call's unit so
-// that a wait never ends early. select(0, NULL, NULL, NULL, &tv), a sleep,
-// is never spun. The contract is hooks.cpp's; in addition:
+// holds a tracked pipe, the core spins with zero-timeout calls (each given
+// the caller's signal mask, where there is one, for the kernel to apply),
+// and the real call then waits for what remains of the caller's timeout,
+// rounded up to the call's unit so that a wait never ends early.
+// select(0, NULL, NULL, NULL, &tv), a sleep, is never spun. The contract is
+// hooks.cpp's; in addition:
 //   - select updates *timeout to the time not slept, as Linux does, counting
 //     the spin as slept;
 //   - a signal handler that runs during the spin fails the call with EINTR,
-//     whatever SA_RESTART says, as the kernel does for these calls;
+//     whatever SA_RESTART says, as the kernel does for these calls; with a
+//     signal mask, a handler runs because of it only if the call fails
+//     with EINTR, as in the kernel (engine.cpp, spin_set);
+//   - a caller's pointer is read only where glibc reads it too (the
+//     timeouts of select, pselect and ppoll), or after the kernel read it
+//     (epoll_ctl's event, epoll_pwait2's timeout), or, for select's fd_sets,
+//     as engine.h's before_select says;
 //   - epoll_ctl is passed through and tells the core which pipe a set holds.
 #include <poll.h>
 #include <signal.h>
@@ -27,23 +34,22 @@ using namespace pipespin::interpose;
 
 namespace {
 
-constexpr std::int64_t kNsPerSec = 1'000'000'000;
-constexpr std::int64_t kForever = INT64_MAX / 2;  // beyond it, a timeout is "none" to the spin
+constexpr long long kNsPerSec = 1'000'000'000;
 
-// A caller's timeout in ns (-1: none), or nullopt-like -2 when it is invalid
-// (the real call reports EINVAL).
-std::int64_t ns_of(long long sec, long long frac, std::int64_t frac_ns, long long frac_max) {
-    if (sec < 0 || frac < 0 || frac >= frac_max) return -2;
-    if (sec >= kForever / kNsPerSec) return kForever;
-    return sec * kNsPerSec + frac * frac_ns;
-}
-
+// ppoll, pselect: glibc reads the caller's timespec itself (it copies it, so
+// that the kernel's update does not reach the caller), so reading it here
+// adds no fault the call did not have.
 std::int64_t ns_of(const timespec* ts) {
-    return ts == nullptr ? -1 : ns_of(ts->tv_sec, ts->tv_nsec, 1, kNsPerSec);
+    return ts == nullptr ? kNoTimeout : wait_timeout_ns(ts->tv_sec, ts->tv_nsec, 1, kNsPerSec);
 }
 
-timespec timespec_of(std::int64_t ns) {
-    return {static_cast<time_t>(ns / kNsPerSec), static_cast<long>(ns % kNsPerSec)};
+// The timeout the real call gets: what remains after a spin, else the
+// caller's own.
+const timespec* real_timeout(const Plan& plan, const timespec* ts, timespec& left) {
+    if (!plan.obs.spun || plan.timeout_ns < 0) return ts;
+    left = {static_cast<time_t>(plan.timeout_ns / kNsPerSec),
+            static_cast<long>(plan.timeout_ns % kNsPerSec)};
+    return &left;
 }
 
 // What remains of a timeout given in ms, rounded up.
@@ -52,20 +58,20 @@ int ms_of(std::int64_t ns) {
     return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 
+// glibc reads select's timeval itself too (and writes it back).
 int do_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
     const int saved = errno;
-    std::int64_t ns = tv == nullptr ? -1 : ns_of(tv->tv_sec, tv->tv_usec, 1000, 1'000'000);
-    if (ns == -2) return real_select(nfds, r, w, e, tv);
+    const std::int64_t ns =
+        tv == nullptr ? kNoTimeout : wait_timeout_ns(tv->tv_sec, tv->tv_usec, 1000, 1'000'000);
+    if (ns == kBadTimeout) return real_select(nfds, r, w, e, tv);
     Plan plan = before_select(nfds, r, w, e, ns, nullptr);
     if (tv != nullptr && plan.timeout_ns >= 0 && plan.timeout_ns < ns) {
         // The spin counts as slept; subtract whole µs only.
         const std::int64_t spent_us = (ns - plan.timeout_ns) / 1000;
         std::int64_t left_us = static_cast<std::int64_t>(tv->tv_sec) * 1'000'000 + tv->tv_usec;
         left_us = left_us > spent_us ? left_us - spent_us : 0;
-        if (ns < kForever) {
-            tv->tv_sec = static_cast<time_t>(left_us / 1'000'000);
-            tv->tv_usec = static_cast<suseconds_t>(left_us % 1'000'000);
-        }
+        tv->tv_sec = static_cast<time_t>(left_us / 1'000'000);
+        tv->tv_usec = static_cast<suseconds_t>(left_us % 1'000'000);
     }
     return finish<int>(plan, -1, saved, [&](int) { return real_select(nfds, r, w, e, tv); });
 }
@@ -73,11 +79,11 @@ int do_select(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* tv) {
 int do_ppoll(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask) {
     const int saved = errno;
     const std::int64_t ns = ns_of(ts);
-    if (ns == -2) return real_ppoll(fds, nfds, ts, mask);
+    if (ns == kBadTimeout) return real_ppoll(fds, nfds, ts, mask);
     Plan plan = before_ppoll(fds, nfds, ns, mask);
     return finish<int>(plan, -1, saved, [&](int) {
-        const timespec left = timespec_of(plan.timeout_ns);
-        return real_ppoll(fds, nfds, ts != nullptr && ns < kForever ? &left : ts, mask);
+        timespec left;
+        return real_ppoll(fds, nfds, real_timeout(plan, ts, left), mask);
     });
 }
 
@@ -112,11 +118,11 @@ PIPESPIN_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const str
     }
     const int saved = errno;
     const std::int64_t ns = ns_of(ts);
-    if (ns == -2) return real_pselect(nfds, r, w, e, ts, mask);
+    if (ns == kBadTimeout) return real_pselect(nfds, r, w, e, ts, mask);
     Plan plan = before_select(nfds, r, w, e, ns, mask);
     return finish<int>(plan, -1, saved, [&](int) {
-        const timespec left = timespec_of(plan.timeout_ns);
-        return real_pselect(nfds, r, w, e, ts != nullptr && ns < kForever ? &left : ts, mask);
+        timespec left;
+        return real_pselect(nfds, r, w, e, real_timeout(plan, ts, left), mask);
     });
 }
 
@@ -200,17 +206,18 @@ PIPESPIN_EXPORT int epoll_pwait2(int epfd, struct epoll_event* ev, int max,
                                  const struct timespec* ts, const sigset_t* mask) {
     if (!engaged() || real_epoll_pwait2 == nullptr) [[unlikely]] {
         if (real_epoll_pwait2 != nullptr) return real_epoll_pwait2(epfd, ev, max, ts, mask);
-        timespec copy = ts != nullptr ? *ts : timespec{};
-        return static_cast<int>(to_libc(sys::raw(
-            SYS_epoll_pwait2, epfd, reinterpret_cast<long>(ev), max,
-            ts != nullptr ? reinterpret_cast<long>(&copy) : 0, reinterpret_cast<long>(mask), 8)));
+        // The kernel neither writes this timeout back nor needs a copy.
+        return static_cast<int>(
+            to_libc(sys::raw(SYS_epoll_pwait2, epfd, reinterpret_cast<long>(ev), max,
+                             reinterpret_cast<long>(ts), reinterpret_cast<long>(mask), 8)));
     }
+    // glibc passes the timespec to the kernel unread: so does the shim (the
+    // core has the kernel check it before it reads it).
     const int saved = errno;
-    const std::int64_t ns = ns_of(ts);
-    if (ns == -2) return real_epoll_pwait2(epfd, ev, max, ts, mask);
-    Plan plan = before_epoll_wait(epfd, ev, max, ns, mask);
+    Plan plan = ts != nullptr ? before_epoll_pwait2(epfd, ev, max, ts, mask)
+                              : before_epoll_wait(epfd, ev, max, kNoTimeout, mask);
     return finish<int>(plan, -1, saved, [&](int) {
-        const timespec left = timespec_of(plan.timeout_ns);
-        return real_epoll_pwait2(epfd, ev, max, ts != nullptr && ns < kForever ? &left : ts, mask);
+        timespec left;
+        return real_epoll_pwait2(epfd, ev, max, real_timeout(plan, ts, left), mask);
     });
 }

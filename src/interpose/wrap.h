@@ -25,9 +25,7 @@ inline long to_libc(long r) noexcept {
 }
 
 // Done: the plan's result; Interrupted: EINTR; Call: the real call, whose
-// errno the program gets. after_call() sees what the program gets. A plan
-// that made the wait under the caller's signal mask (pselect, ppoll,
-// epoll_pwait) gets the thread's own mask back right after the real call.
+// errno the program gets. after_call() sees what the program gets.
 template <class R, class Call>
 R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
     switch (plan.action) {
@@ -48,9 +46,8 @@ R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
     }
     errno = saved_errno;
     R r = call(fd);
-    if (plan.mask_applied || plan.dir != nullptr) {
+    if (plan.dir != nullptr) {
         const int e = errno;
-        end_wait(plan);
         after_call(plan, static_cast<long>(r));
         errno = e;
     }

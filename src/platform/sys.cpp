@@ -74,18 +74,20 @@ long epoll_pwait0(int epfd, void* events, int maxevents, const void* sigmask) no
                reinterpret_cast<long>(sigmask), 8);
 }
 
-long copy_in(void* dst, const void* src, std::size_t n) noexcept {
-    iovec local{dst, n};
-    iovec remote{const_cast<void*>(src), n};
-    long r = raw(SYS_process_vm_readv, raw(SYS_getpid), reinterpret_cast<long>(&local), 1,
-                 reinterpret_cast<long>(&remote), 1, 0);
-    if (r < 0) return r;
-    return static_cast<std::size_t>(r) == n ? r : -EFAULT;
+long poll_signals0(const void* sigmask) noexcept {
+    timespec zero{0, 0};
+    return raw(SYS_ppoll, 0, 0, reinterpret_cast<long>(&zero), reinterpret_cast<long>(sigmask), 8);
 }
 
-long sigmask_swap(const std::uint64_t* mask, std::uint64_t* old) noexcept {
-    return raw(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(mask),
-               reinterpret_cast<long>(old), 8);
+long change_sigmask(int how, const void* set, std::uint64_t* old) noexcept {
+    return raw(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set), reinterpret_cast<long>(old),
+               8);
+}
+
+long check_timeout(const void* ts) noexcept {
+    // The kernel reads and checks the timeout before it looks at the epoll fd.
+    long r = raw(SYS_epoll_pwait2, -1, 0, 1, reinterpret_cast<long>(ts), 0, 8);
+    return r == -EBADF ? 0 : r;
 }
 
 long fionread(int fd) noexcept {

@@ -67,12 +67,18 @@ long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
 long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept;
 long ppoll0(void* fds, unsigned long nfds, const void* sigmask) noexcept;
 long epoll_pwait0(int epfd, void* events, int maxevents, const void* sigmask) noexcept;
-// Copies n bytes of the caller's memory at src through the kernel
-// (process_vm_readv on ourselves): a bad pointer is -EFAULT, not a crash.
-long copy_in(void* dst, const void* src, std::size_t n) noexcept;
-// rt_sigprocmask on the 64 kernel signals: sets *mask (how = SIG_SETMASK),
-// the previous mask in *old.
-long sigmask_swap(const std::uint64_t* mask, std::uint64_t* old) noexcept;
+// A zero-timeout ppoll on no fds under sigmask (8 bytes): -EINTR after a
+// handler ran for a signal the mask lets through (pending, or arriving),
+// else 0. What a zero-timeout epoll_pwait does not report.
+long poll_signals0(const void* sigmask) noexcept;
+// rt_sigprocmask(how, set, old) on the 64 kernel signals. The kernel reads
+// `set` (a caller's mask may be passed as it is: a bad one is -EFAULT).
+long change_sigmask(int how, const void* set, std::uint64_t* old) noexcept;
+// Has the kernel a valid timeout at ts (a caller's struct timespec)? 0 if
+// it reads one there, else what epoll_pwait2 would fail with (-EFAULT,
+// -EINVAL; -ENOSYS before Linux 5.11). The kernel reads it, not us: this is
+// epoll_pwait2 itself, on no epoll fd.
+long check_timeout(const void* ts) noexcept;
 // ioctl(FIONREAD): bytes queued, or -errno.
 long fionread(int fd) noexcept;
 // fcntl(F_GETFL), or -errno.

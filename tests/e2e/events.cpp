@@ -12,13 +12,15 @@
 //     fails the call with EINTR at once;
 //   - epoll: an edge-triggered event is reported once, a one-shot event
 //     once until re-armed, a removed fd never; a hang-up is EPOLLHUP;
-//   - bad arguments fail as without the shim.
+//   - bad arguments fail as without the shim (epoll_pwait2's timeout
+//     pointer included: EFAULT, not a crash, and nothing consumed).
 // The case runs with a 1 s spin budget, so the signals land in the spins.
 // `events sleep` only sleeps in select and pselect (no fd, or no pipe),
 // which the shim must never spin in (the driver checks its counters).
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 
 #include "common.h"
@@ -357,6 +359,37 @@ void bad_arguments() {
     pollfd p{e.p[0], POLLIN, 0};
     const timespec bad_ts{0, 1000000000L};
     CHECK_ERRNO(ppoll(&p, 1, &bad_ts, nullptr), EINVAL);
+
+    // epoll_pwait2's timeout is the kernel's to read (glibc passes it on
+    // unread): a pointer to no memory or to an unreadable page fails with
+    // EFAULT, a bad value with EINVAL, and neither consumes the pending
+    // edge-triggered event that the next call reports.
+    void* pages = mmap(nullptr, 2 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(pages != MAP_FAILED);
+    CHECK_EQ(munmap(static_cast<char*>(pages) + 4096, 4096), 0);
+    const auto* unreadable = static_cast<const timespec*>(pages);
+    const auto* unmapped = reinterpret_cast<const timespec*>(static_cast<char*>(pages) + 4096);
+    CHECK_ERRNO(epoll_pwait2(e.ep, ev, 1, unreadable, nullptr), EFAULT);
+    CHECK_ERRNO(epoll_pwait2(e.ep, ev, 1, unmapped, nullptr), EFAULT);
+    CHECK_ERRNO(epoll_pwait2(e.ep, ev, 1, &bad_ts, nullptr), EINVAL);
+    sigset_t none;
+    sigemptyset(&none);
+    CHECK_ERRNO(epoll_pwait2(e.ep, ev, 1, unreadable, &none), EFAULT);
+    int q[2];
+    make_pipe(q);
+    const int ep = epoll_create1(0);
+    CHECK(ep >= 0);
+    epoll_event et{};
+    et.events = EPOLLIN | EPOLLET;
+    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, q[0], &et), 0);
+    CHECK_EQ(write(q[1], "x", 1), 1);
+    CHECK_ERRNO(epoll_pwait2(ep, ev, 1, unreadable, nullptr), EFAULT);
+    CHECK_ERRNO(epoll_pwait2(ep, ev, 1, &bad_ts, nullptr), EINVAL);
+    const timespec second{1, 0};
+    CHECK_EQ(epoll_pwait2(ep, ev, 1, &second, nullptr), 1);
+    CHECK_EQ(ev[0].events, EPOLLIN);
+    CHECK_EQ(munmap(pages, 4096), 0);
+    for (int fd : {q[0], q[1], ep}) close(fd);
 }
 
 // select and pselect as sleeps, and on a set without a pipe.

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/engine.h"
+#include "platform/sys.h"
 
 using namespace pipespin;
 
@@ -283,5 +284,25 @@ TEST_CASE("engine: a fresh fd the prior does not spin for is watched: one look, 
     after_call(plan, -1);
     CHECK(lane.score.load() == FreshPrior::kHitGain);
     CHECK(p.reader().waits.load() == 1);
+    lane.score.store(0);
+}
+
+TEST_CASE("engine: a poll on a fresh pipe is watched like a read, and teaches the prior",
+          "[engine][fresh]") {
+    PipeFixture p(Mode::Adaptive, 1000000);
+    FreshPrior::Lane& lane = runtime().prior.lane(Origin::Made, 0);
+    lane.score.store(0);
+    sys::PollFd pfd{p.fds[0], sys::kPollIn, 0};
+    Plan plan = before_poll(&pfd, 1, 1000);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.obs.watched);
+    CHECK_FALSE(plan.obs.spun);
+    CHECK(plan.timeout_ms == 1000);  // the caller's own: nothing spent
+    after_call(plan, 1);             // ready at once: a spin would have caught it
+    CHECK(lane.score.load() == FreshPrior::kHitGain);
+    // A set's timeout (0 ready) is no sample.
+    plan = before_poll(&pfd, 1, 1000);
+    after_call(plan, 0);
+    CHECK(lane.score.load() == FreshPrior::kHitGain);
     lane.score.store(0);
 }
