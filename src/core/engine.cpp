@@ -452,8 +452,8 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
 
 }  // namespace
 
-void after_fork_child() noexcept {
-    g_table.new_process();
+void after_fork_child(bool counters_read) noexcept {
+    if (counters_read) g_table.new_process();
 }
 
 Runtime& runtime() noexcept {

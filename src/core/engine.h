@@ -187,9 +187,12 @@ Plan before_epoll_wait(int epfd, void* events, int maxevents, std::int64_t timeo
 Plan before_epoll_pwait2(int epfd, void* events, int maxevents, const void* ts,
                          const void* sigmask);
 
-// In a child after fork(): what the parent counted is not the child's.
-// Writes one word (nothing else the child shares with its parent).
-void after_fork_child() noexcept;
+// In a child after fork(): what the parent counted is not the child's
+// (one word written: FdTable::new_process()), if anybody will read the
+// counters (`counters_read`: statistics lines, the exit summary). Otherwise
+// the child writes nothing here; a statistics line turned on later by a
+// reload calls fd_table().new_process() then.
+void after_fork_child(bool counters_read) noexcept;
 
 // After the real call (or a Done plan): `result` is what the program gets.
 void after_call(Plan& plan, long result) noexcept;

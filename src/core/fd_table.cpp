@@ -104,12 +104,12 @@ FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
         if (classify == nullptr) return {};
         const std::uint32_t bits = classify(fd);
         if (bits == 0) return {};
-        const std::uint64_t fresh = (w & ~0xffffffffull) | bits;
+        const std::uint64_t fresh = (w & ~0xffffffffull) | (w & fdbits::kHasAux) | bits;
         // Lose the race on purpose: if a close bumped the generation while we
         // looked, our answer may describe the old file, so do not keep it.
         if (!cls.compare_exchange_strong(w, fresh, std::memory_order_acq_rel)) return {};
         w = fresh;
-        if (is_pipe(w)) mark_pipe(*b, fd);
+        if (is_pipe(w)) become_pipe(*b, fd, nullptr);
     }
     if (!is_pipe(w)) return {nullptr, &cls, w};
     return {live(*b, fd), &cls, w};
@@ -130,34 +130,37 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     if (b == nullptr) return;
     std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
     std::uint64_t w = cls.load(kRelaxed);
+    // Only what this process counted, and only state it wrote: a child
+    // closing the fds it inherited touches no page of their state.
     FdState& s = b->state[index_in_block(fd)];
-    if (s.aux.load(kRelaxed) != 0) s.aux.store(0, kRelaxed);
-    if (is_pipe(w) || learnt_from != nullptr || is_pipe(bits)) {
+    if (static_cast<std::uint32_t>(w) & fdbits::kHasAux) s.aux.store(0, kRelaxed);
+    if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
         // What the fd counted so far belongs to the process, not to whatever
         // the number names next. A call racing with the close may still
         // count into the state after this: it is then folded with the next
         // occupant (or read by snapshot()), never lost.
-        if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
-            for (int d = 0; d < 2; ++d) {
-                const Counters c = s.dir[d].take();
-                if (c.any()) process().at(kind_of(w), static_cast<StatDir>(d)).add(c);
-            }
-        }
         for (int d = 0; d < 2; ++d) {
-            if (learnt_from != nullptr)
-                s.dir[d].policy.copy_from(learnt_from->dir[d].policy);
-            else
-                s.dir[d].policy.reset();
+            const Counters c = s.dir[d].take();
+            if (c.any()) process().at(kind_of(w), static_cast<StatDir>(d)).add(c);
         }
     }
-    if (is_pipe(bits)) mark_pipe(*b, fd);
+    if (is_pipe(bits)) become_pipe(*b, fd, learnt_from);
     std::uint64_t fresh;
     do {
         fresh = next_gen(w) | bits;
     } while (!cls.compare_exchange_weak(w, fresh, std::memory_order_acq_rel));
 }
 
-void FdTable::mark_pipe(Block& b, int fd) noexcept {
+void FdTable::become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept {
+    // Learning starts fresh for a new pipe on this number (or from what its
+    // source learnt, for a dup); a forgotten fd's state was left as it was.
+    FdState& s = b.state[index_in_block(fd)];
+    for (int d = 0; d < 2; ++d) {
+        if (learnt_from != nullptr)
+            s.dir[d].policy.copy_from(learnt_from->dir[d].policy);
+        else
+            s.dir[d].policy.reset();
+    }
     const int i = index_in_block(fd);
     std::atomic<std::uint64_t>& word = b.pipe_seen[i / 64];
     const std::uint64_t bit = 1ull << (i % 64);
@@ -228,7 +231,13 @@ bool FdTable::pipe_seen_below(int nfds) const noexcept {
 
 std::atomic<std::uint64_t>* FdTable::aux(int fd, bool create) noexcept {
     Block* b = create ? block_or_map(fd) : block(fd);
-    return b == nullptr ? nullptr : &b->state[index_in_block(fd)].aux;
+    if (b == nullptr) return nullptr;
+    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    if (!(cls.load(std::memory_order_acquire) & fdbits::kHasAux)) {
+        if (!create) return nullptr;
+        cls.fetch_or(fdbits::kHasAux, std::memory_order_acq_rel);
+    }
+    return &b->state[index_in_block(fd)].aux;
 }
 
 ProcessCounters& FdTable::process() noexcept {

@@ -65,6 +65,8 @@ inline constexpr std::uint32_t kWritable = 1u << 3;  // opened for writing
 inline constexpr std::uint32_t kNoNowait = 1u << 4;  // RWF_NOWAIT unsupported here
 inline constexpr std::uint32_t kFifo = 1u << 5;      // with kPipe: a named FIFO, not pipe()'s
 inline constexpr std::uint32_t kMade = 1u << 6;      // with kPipe: made by pipe() in this process
+inline constexpr std::uint32_t kHasAux = 1u
+                                         << 7;  // FdState::aux may be set (kept by classification)
 }  // namespace fdbits
 
 struct FdInfo {
@@ -166,7 +168,7 @@ private:
     // The fd's state, its counters made this process's.
     FdState* live(Block& b, int fd) noexcept;
     void store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept;
-    void mark_pipe(Block& b, int fd) noexcept;
+    void become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept;
     // fn(block, first fd) for every mapped block.
     template <class Fn>
     void for_each_block(Fn&& fn) const noexcept;

@@ -105,7 +105,7 @@ __attribute__((constructor)) void pipespin_init() {
     // can: each page it writes that it shares with its parent is a
     // copy-on-write fault.
     pthread_atfork(nullptr, nullptr, [] {
-        after_fork_child();
+        after_fork_child(stats_enabled() || report::enabled(LogLevel::Info));
         stats_after_fork();
         settings_after_fork();
     });

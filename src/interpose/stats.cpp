@@ -115,10 +115,13 @@ void stats_after_fork() noexcept {
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
-    // Lines turned on in a forked child that started without them.
+    // Lines turned on in a forked child that started without them: its
+    // counters begin now (the fork left the parent's in place).
     if (!options.stats.empty() && !g_enabled.load(std::memory_order_relaxed) &&
-        sys::raw(SYS_getpid) != g_pid)
+        sys::raw(SYS_getpid) != g_pid) {
         mark_start();
+        fd_table().new_process();
+    }
     const int cur = g_current.load(std::memory_order_relaxed);
     Settled& next = g_settled[1 - cur];
     next.config = options;
@@ -168,6 +171,10 @@ void stats_exit() noexcept {
     if (!g_enabled.load(std::memory_order_acquire) || sys::raw(SYS_getpid) != g_pid) return;
     if (g_exit_written.exchange(true)) return;
     stats_write(StatsEvent::Exit);
+}
+
+bool stats_enabled() noexcept {
+    return g_enabled.load(std::memory_order_acquire);
 }
 
 bool stats_to_stderr() noexcept {

@@ -38,6 +38,8 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept;
 void stats_write(StatsEvent event) noexcept;
 // The final line, once: the destructor and _exit/_Exit.
 void stats_exit() noexcept;
+// Statistics lines are on.
+bool stats_enabled() noexcept;
 // The lines go to the process's stderr (PIPESPIN_STATS=stderr).
 bool stats_to_stderr() noexcept;
 // In the destructor: one warning if a line could not be written.
