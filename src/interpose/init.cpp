@@ -18,6 +18,7 @@
 #include "interpose/real.h"
 #include "interpose/report.h"
 #include "interpose/settings.h"
+#include "interpose/signals.h"
 #include "interpose/stats.h"
 #include "platform/sys.h"
 
@@ -106,6 +107,7 @@ __attribute__((constructor)) void pipespin_init() {
     pthread_atfork(nullptr, nullptr, [] {
         close_holds_after_fork();
         settings_after_fork();
+        signals_after_fork();
     });
     g_ready.store(true, std::memory_order_release);
 }
