@@ -12,6 +12,7 @@ pipespin_packages=(
   time                               # /usr/bin/time for tools/bench/interpose.sh
   xz-utils zstd perl                 # programs `pipespin coverage` runs
   man-db                             # tests/install renders the manual pages
+  strace                             # tests/e2e counts a program's system calls
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)
 )
 
