@@ -1,6 +1,7 @@
 // Case sigaction: the program sees its own handlers, never the shim's
 // trampoline, through sigaction()'s oldact, a query (act == NULL), and the
-// return values of signal(), bsd_signal(), sysv_signal() and sigset():
+// return values of signal(), bsd_signal(), ssignal(), sysv_signal() and
+// sigset(), and through glibc's __sigaction:
 //   - h1 then h2 with sigaction, for each pair of plain and SA_SIGINFO
 //     handlers: oldact gives back h1 with the SA_SIGINFO flag it had, its
 //     other flags (SA_RESTART, SA_NODEFER, SA_ONSTACK) and its mask;
@@ -18,8 +19,10 @@
 
 #include "rel.h"
 
-// glibc exports it; its header declares it only for some feature macros.
+// glibc exports them; its header declares them only for some feature
+// macros, or not at all.
 extern "C" sighandler_t bsd_signal(int, sighandler_t);
+extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
 
 using namespace rel;
 
@@ -162,6 +165,14 @@ int main() {
         CHECK(old.sa_handler == h1);
         CHECK(!(old.sa_flags & SA_SIGINFO));
         CHECK(bsd_signal(sig, h2) == h2);
+        CHECK(ssignal(sig, h1) == h2);
+        CHECK(ssignal(sig, h2) == h1);
+        struct sigaction via = plain(h1, SA_RESTART);
+        CHECK_EQ(__sigaction(sig, &via, &old), 0);
+        CHECK(old.sa_handler == h2);
+        CHECK_EQ(__sigaction(sig, nullptr, &old), 0);
+        expect_same(old, via, __LINE__);
+        CHECK(signal(sig, h2) == h1);
         CHECK(sysv_signal(sig, h1) == h2);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
