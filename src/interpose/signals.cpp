@@ -29,7 +29,9 @@
 //     its budget (at most spin_us) and the real call then waits as it would
 //     have after the signal (it is not interrupted by a signal that came
 //     before it). A raw change of SA_RESTART on a handler the shim wrapped is
-//     seen at the next configure too. A raw read-back sees the trampoline.
+//     seen at the next configure too. A raw read-back sees the trampoline;
+//     handed back to sigaction() it stands for the handler last installed
+//     for the signal (of its kind).
 //   - Races. A slot of the handler table is written before the trampoline
 //     that reads it is installed, and never cleared, so a delivery always
 //     finds a handler: a signal that arrives as the program replaces its
@@ -298,6 +300,15 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
         return -1;
     }
     if (never_wrapped(sig)) return real_sigaction(sig, act, old);
+    // A program that read the kernel's view with a raw system call and now
+    // puts it back hands us a trampoline: it means the handler behind it
+    // (installed as such, the trampoline would jump to itself).
+    struct sigaction mine {};
+    if (act != nullptr && is_trampoline(*act)) {
+        mine = *act;
+        Saved::of(sig).show_own(mine);
+        act = &mine;
+    }
     if (!g_armed.load(std::memory_order_acquire)) {
         // Nothing can spin: straight through, one system call.
         const int r = real_sigaction(sig, act, old);
@@ -311,9 +322,8 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
     }
     // Read the caller's struct before the lock (a bad pointer faults here,
     // as in libc, and not with every signal blocked).
-    struct sigaction mine {
-    }, prev{};
-    if (act != nullptr) mine = *act;
+    struct sigaction prev {};
+    if (act != nullptr && act != &mine) mine = *act;
     int r;
     {
         Lock lock;
