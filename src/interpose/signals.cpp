@@ -220,7 +220,9 @@ bool target(int sig, const struct sigaction& cur, struct sigaction& want) {
 void settle(int sig) {
     struct sigaction cur {
     }, want{};
-    if (real_sigaction(sig, nullptr, &cur) != 0 || !target(sig, cur, want)) return;
+    if (real_sigaction(sig, nullptr, &cur) != 0) return;
+    note_installed(sig, cur);  // SA_RESETHAND may have put SIG_DFL in place of ours
+    if (!target(sig, cur, want)) return;
     for (int tries = 0; tries < 16; ++tries) {
         struct sigaction prev {};
         if (real_sigaction(sig, &want, &prev) != 0) return;
