@@ -236,14 +236,13 @@ void settle(int sig) {
 // Signals with a handler now, from the kernel's SigCgt; all of them if
 // /proc cannot say. Under the lock (the buffer is shared).
 std::uint64_t caught_signals() {
+    // One read: procfs gives the file at once, and SigCgt comes within its
+    // first 4 KiB (the long CPU and memory lists come after it; a Groups
+    // line long enough to push it out means every signal is read back).
     static char buf[4096];
-    long fd = sys::open_read("/proc/self/status");
+    const long fd = sys::open_read("/proc/self/status");
     if (fd < 0) return ~0ull;
-    long n = 0;
-    for (long r; n < static_cast<long>(sizeof buf) - 1; n += r) {
-        r = sys::read(static_cast<int>(fd), buf + n, sizeof buf - 1 - static_cast<std::size_t>(n));
-        if (r <= 0) break;
-    }
+    const long n = sys::read(static_cast<int>(fd), buf, sizeof buf - 1);
     sys::close(static_cast<int>(fd));
     buf[n < 0 ? 0 : n] = '\0';
     const char* p = std::strstr(buf, "\nSigCgt:");
