@@ -372,10 +372,10 @@ void configure_signals(bool may_spin) noexcept {
     if (!resolve_sigaction()) return;
     Lock lock;
     g_armed.store(may_spin, std::memory_order_seq_cst);
-    // Armed: every signal with a handler (a trampoline is left as it is);
-    // disarmed: every trampoline the shim installed.
-    std::uint64_t todo = may_spin ? caught_signals() : 0;
-    todo |= g_wrapped.load(std::memory_order_relaxed);
+    // Every signal with a handler. Armed: a trampoline stays. Disarmed:
+    // every trampoline goes, whoever put it there (libc's own code, system()
+    // for one, saves and restores actions where the shim does not see it).
+    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
     for (int sig = 1; sig < kSigSlots; ++sig)
         if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
 }
