@@ -13,6 +13,7 @@ pipespin_packages=(
   strace                             # tests: the system calls a program makes
   xz-utils zstd perl                 # programs `pipespin coverage` runs
   man-db                             # tests/install renders the manual pages
+  strace                             # tests/e2e counts a program's system calls
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)
 )
 

@@ -10,8 +10,9 @@
 #      budget); in adaptive mode; in adaptive mode with 1 pipe (with 8
 #      busy threads on a small machine the adaptive run-queue gate stops all
 #      spinning; with 2 it may spin, if the machine is otherwise quiet); and
-#      with a config file rewritten every 20 ms and re-checked every 1 ms,
-#      so that live reloads run while the other threads spin and block.
+#      with a config file rewritten every 20 ms (fixed, adaptive, off) and
+#      re-checked every 1 ms, so that live reloads run while the other
+#      threads spin and block and signals arrive.
 #
 # How the shim meets the sanitizer:
 #   asan  by LD_PRELOAD, as users run it. A sanitized shared library cannot
@@ -157,8 +158,9 @@ run_kind() {
       adaptive*) env_args+=(PIPESPIN_LOG=info PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000 "${preload[@]}") ;;
       reload)
         # Live reloads while every thread spins and blocks: the config file
-        # flips between fixed and adaptive and two budgets, re-checked
-        # every 1 ms, so configure() runs under the readers' feet.
+        # turns fixed, adaptive and off in turn (two budgets), re-checked
+        # every 1 ms, so configure() runs under the readers' feet, and the
+        # signal handlers are wrapped and unwrapped while signals arrive.
         # Statistics lines every second as well: written while reloads
         # re-settle what they report.
         local extra="stats = $logs/reload.stats\nstats_interval = 1\n"
@@ -169,7 +171,11 @@ run_kind() {
         (
           i=0
           while :; do
-            if ((i % 2)); then m=adaptive us=200; else m=fixed us=1000000; fi
+            case $((i % 3)) in
+              0) m=fixed us=1000000 ;;
+              1) m=adaptive us=200 ;;
+              2) m=off us=1000000 ;;  # the signal handlers are unwrapped, then wrapped again
+            esac
             printf "log = info\nreload_ms = 1\nmode = %s\nspin_us = %s\n$extra" $m $us >"$conf.new"
             chmod 644 "$conf.new"
             mv "$conf.new" "$conf"

@@ -11,20 +11,6 @@
 
 namespace pipespin {
 
-constinit thread_local std::uint32_t t_signal_epoch [[gnu::tls_model("initial-exec")]] = 0;
-constinit thread_local std::uint32_t t_eintr_epoch [[gnu::tls_model("initial-exec")]] = 0;
-
-bool restarts(int sig) noexcept {
-    struct {
-        void* handler;
-        unsigned long flags;
-        void* restorer;
-        std::uint64_t mask;
-    } k{};
-    if (sys::raw(SYS_rt_sigaction, sig, 0, reinterpret_cast<long>(&k), 8) < 0) return false;
-    return (k.flags & SA_RESTART) != 0;
-}
-
 namespace {
 
 constinit Runtime g_runtime;
@@ -469,6 +455,14 @@ PolicyParams Runtime::params() const noexcept {
     p.max_spin_ns = max_spin_ns.load(std::memory_order_relaxed);
     p.usable_cpus = usable_cpus.load(std::memory_order_relaxed);
     return p;
+}
+
+bool anything_spins() noexcept {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    const bool any_dir = g_runtime.spin_dir[static_cast<int>(Dir::Read)].load(kRelaxed) ||
+                         g_runtime.spin_dir[static_cast<int>(Dir::Write)].load(kRelaxed) ||
+                         g_runtime.spin_poll.load(kRelaxed);
+    return !never_spins(any_dir, g_runtime.params());
 }
 
 namespace {

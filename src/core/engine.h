@@ -95,6 +95,10 @@ FdTable& fd_table() noexcept;
 // Applies resolved options to every fd (at start-up and on a live reload).
 // A change of mode or spin_us restarts what adaptive mode learnt.
 void configure(const Options& o, int usable_cpus) noexcept;
+// Whether any call in this process may spin under the settings now (mode,
+// spin_us, usable CPUs, the spin directions): false exactly when every
+// direction never spins. The signal layer wraps handlers only while true.
+bool anything_spins() noexcept;
 // Registers (or, with null or a zero period, removes) the interval writer.
 void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
 // Registers (or, with null, removes) the live re-check; its period is

@@ -18,6 +18,7 @@
 #include "interpose/real.h"
 #include "interpose/report.h"
 #include "interpose/settings.h"
+#include "interpose/signals.h"
 #include "interpose/stats.h"
 #include "platform/sys.h"
 
@@ -108,6 +109,7 @@ __attribute__((constructor)) void pipespin_init() {
         after_fork_child(stats_enabled() || report::enabled(LogLevel::Info));
         stats_after_fork();
         settings_after_fork();
+        signals_after_fork();
     });
     g_ready.store(true, std::memory_order_release);
 }

@@ -19,9 +19,10 @@ namespace {
 // Hooks whose absence from libc is survivable (older glibc): the wrapper
 // falls back to the raw syscall for good.
 bool optional_symbol(const char* name) noexcept {
-    for (const char* n : {"fcntl64", "__poll_chk", "__read_chk", "bsd_signal", "sysv_signal",
-                          "__sysv_signal", "sigset", "close_range", "closefrom", "fcloseall",
-                          "freopen64", "execveat", "execvpe", "fexecve", "_Exit"})
+    for (const char* n :
+         {"fcntl64", "__poll_chk", "__read_chk", "__sigaction", "bsd_signal", "ssignal",
+          "sysv_signal", "__sysv_signal", "sigset", "close_range", "closefrom", "fcloseall",
+          "freopen64", "execveat", "execvpe", "fexecve", "_Exit"})
         if (std::strcmp(name, n) == 0) return true;
     return false;
 }

@@ -11,6 +11,7 @@
 #include "core/out.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/signals.h"
 #include "interpose/stats.h"
 #include "platform/sys.h"
 
@@ -156,6 +157,7 @@ Arm apply_options(Options& options, const OptionSources& sources) noexcept {
     report::set_level(options.log());
     report::set_log_file(options.log_file.view());
     configure(options, g_cpus);
+    configure_signals(anything_spins());
     return arm;
 }
 

@@ -1,20 +1,65 @@
-// Signal handlers the program installs are wrapped in a trampoline, so that a
-// spin in user space learns that a handler ran while it stood in for a
-// blocking call (src/core/signals.h says what the core does with that).
+// The program's signal handlers, and the trampoline in front of them.
 //
-// Contract: the program sees exactly its own handlers and flags through
-// sigaction(oldact) and signal()'s return value; SIG_DFL and SIG_IGN, and the
-// signals glibc keeps for itself, pass straight through. Handlers installed
-// before the shim's constructor ran, or by a raw syscall, are not wrapped: a
-// spin then cannot notice them (it stays bounded by its budget).
+// A spin stands in for a blocking call; when a handler runs meanwhile, the
+// spin must learn it (core/signals.h). For that the shim installs each of
+// the program's handlers behind a trampoline (trampoline.h), but only while
+// something in the process can spin ("armed", engine.h anything_spins()):
+// in mode off, with spin_us 0, on one usable CPU or with every spin
+// direction off, sigaction() and its relatives pass straight through and
+// the kernel holds the program's own handlers. configure_signals(), called
+// on every configure (start-up and each live reload), wraps the handlers
+// already installed when spinning turns on (read back with sigaction()),
+// unwraps them when it turns off, and on every configure while armed wraps
+// the handlers the shim did not install: those installed before its
+// constructor ran, or by a raw rt_sigaction system call.
+//
+// Contract:
+//   - The kernel holds the program's own flags, mask and restorer; only the
+//     handler address differs. The program sees exactly its own handlers and
+//     flags through sigaction(oldact), a query, and the return values of
+//     signal(), bsd_signal(), sysv_signal(), ssignal() and sigset().
+//   - Whether a handler restarts (SA_RESTART) is recorded when it is
+//     installed: sigaction, __sigaction, signal, bsd_signal, ssignal,
+//     sysv_signal, __sysv_signal, sigset and siginterrupt all install here.
+//     The trampoline makes no system call.
+//   - What the shim cannot see: a raw rt_sigaction system call (or a libc
+//     function that makes one inside libc) after the last configure. A
+//     handler installed that way is not wrapped until the next configure
+//     (the next live reload), so a spin cannot notice it: the spin runs to
+//     its budget (at most spin_us) and the real call then waits as it would
+//     have after the signal (it is not interrupted by a signal that came
+//     before it). A raw change of SA_RESTART on a handler the shim wrapped is
+//     seen at the next configure too. A raw read-back sees the trampoline;
+//     handed back to sigaction() it stands for the handler last installed
+//     for the signal (of its kind).
+//   - Races. A slot of the handler table is written before the trampoline
+//     that reads it is installed, and never cleared, so a delivery always
+//     finds a handler: a signal that arrives as the program replaces its
+//     handler runs the old or the new one (the plain and SA_SIGINFO handlers
+//     have separate tables, so a handler always gets the arguments its kind
+//     expects). SA_RESETHAND: the kernel resets the action to SIG_DFL as it
+//     delivers, the trampoline still runs this delivery's handler; SA_NODEFER
+//     lets deliveries nest, and the trampoline keeps no state between
+//     them. Installs and the configure sweeps are serialised by a lock that
+//     is only ever held with every signal blocked (so a handler can never
+//     wait for its own thread), and a sweep checks, by the previous action
+//     the kernel returns with each install, that no raw install came between
+//     its read and its write (if one did, that one is wrapped or put back).
+//   - SIG_DFL, SIG_IGN, SIGKILL, SIGSTOP and the signals glibc keeps for
+//     itself pass straight through.
+#include "interpose/signals.h"
+
 #include <dlfcn.h>
 #include <signal.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 
 #include "core/signals.h"
 #include "interpose/real.h"
+#include "interpose/trampoline.h"
+#include "platform/sys.h"
 
 #define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -23,104 +68,281 @@ using namespace pipespin::interpose;
 
 namespace {
 
-constexpr int kMaxSig = 65;
-
-struct UserHandler {
-    std::atomic<void*> fn{nullptr};    // the program's handler
-    std::atomic<bool> siginfo{false};  // it wants (int, siginfo_t*, void*)
-};
-UserHandler g_user[kMaxSig];
+// Handlers are wrapped (something can spin). Written only by
+// configure_signals(), under the lock.
+std::atomic<bool> g_armed{false};
+// Bit sig - 1: the shim installed a trampoline for sig (maybe since reset
+// to SIG_DFL by SA_RESETHAND). Written under the lock.
+std::atomic<std::uint64_t> g_wrapped{0};
+std::atomic<bool> g_lock{false};
 // Signals siginterrupt() asked to interrupt system calls: signal() then
 // installs without SA_RESTART, as glibc's own signal() does.
 std::atomic<std::uint64_t> g_sigintr{0};
+
+constexpr std::uint64_t bit_of(int sig) {
+    return 1ull << (sig - 1);
+}
+
+// The signals the shim never wraps: those without handlers, and glibc's
+// own (its sigaction refuses them).
+bool never_wrapped(int sig) {
+    return sig <= 0 || sig >= kSigSlots || sig == SIGKILL || sig == SIGSTOP ||
+           (sig >= 32 && sig < SIGRTMIN);
+}
+
+// The handler field, whatever the kind (sa_handler and sa_sigaction share it).
+void* handler_of(const struct sigaction& sa) {
+    return reinterpret_cast<void*>(sa.sa_handler);
+}
+
+void set_handler(struct sigaction& sa, void* fn) {
+    sa.sa_handler = reinterpret_cast<sighandler_t>(fn);
+}
+
+// The kernel calls it (SIG_DFL, SIG_IGN and SIG_ERR are no functions: the
+// kernel decides on the value, whatever SA_SIGINFO says).
+bool is_function(const struct sigaction& sa) {
+    void* h = handler_of(sa);
+    return h != reinterpret_cast<void*>(SIG_DFL) && h != reinterpret_cast<void*>(SIG_IGN) &&
+           h != reinterpret_cast<void*>(SIG_ERR);
+}
+
+void* trampoline_for(int flags) {
+    return (flags & SA_SIGINFO) ? reinterpret_cast<void*>(pipespin_trampoline_info)
+                                : reinterpret_cast<void*>(pipespin_trampoline_plain);
+}
+
+bool is_trampoline(const struct sigaction& sa) {
+    void* h = handler_of(sa);
+    return h == reinterpret_cast<void*>(pipespin_trampoline_plain) ||
+           h == reinterpret_cast<void*>(pipespin_trampoline_info);
+}
+
+std::atomic<void*>& slot(int sig, int flags) {
+    return (flags & SA_SIGINFO) ? g_info_handlers[sig] : g_plain_handlers[sig];
+}
+
+// The table's state for one signal, to put back or to read an old action by.
+struct Saved {
+    void* plain;
+    void* info;
+    bool restart;
+    static Saved of(int sig) {
+        return {g_plain_handlers[sig].load(std::memory_order_relaxed),
+                g_info_handlers[sig].load(std::memory_order_relaxed), restarts(sig)};
+    }
+    void put_back(int sig) const {
+        g_plain_handlers[sig].store(plain, std::memory_order_release);
+        g_info_handlers[sig].store(info, std::memory_order_release);
+        set_restart(sig, restart);
+    }
+    static void set_restart(int sig, bool on) {
+        if (on)
+            g_restart_bits.fetch_or(bit_of(sig), std::memory_order_relaxed);
+        else
+            g_restart_bits.fetch_and(~bit_of(sig), std::memory_order_relaxed);
+    }
+    // What the program installed, where the kernel shows a trampoline.
+    void show_own(struct sigaction& sa) const {
+        if (handler_of(sa) == reinterpret_cast<void*>(pipespin_trampoline_plain))
+            set_handler(sa, plain);
+        else if (handler_of(sa) == reinterpret_cast<void*>(pipespin_trampoline_info))
+            set_handler(sa, info);
+    }
+};
+
+// Before the trampoline for this handler can be delivered to.
+void publish(int sig, const struct sigaction& own) {
+    slot(sig, own.sa_flags).store(handler_of(own), std::memory_order_release);
+    Saved::set_restart(sig, (own.sa_flags & SA_RESTART) != 0);
+}
+
+void note_installed(int sig, const struct sigaction& sa) {
+    if (is_trampoline(sa))
+        g_wrapped.fetch_or(bit_of(sig), std::memory_order_relaxed);
+    else
+        g_wrapped.fetch_and(~bit_of(sig), std::memory_order_relaxed);
+}
+
+// Serialises installs and sweeps. Held only with every signal blocked on
+// the holder's thread, so no handler can run there and wait for it.
+class Lock {
+public:
+    Lock() noexcept {
+        const std::uint64_t all = ~0ull;
+        sys::change_sigmask(SIG_SETMASK, &all, &saved_);
+        while (g_lock.exchange(true, std::memory_order_acquire)) sys::sched_yield();
+    }
+    ~Lock() {
+        g_lock.store(false, std::memory_order_release);
+        sys::change_sigmask(SIG_SETMASK, &saved_, nullptr);
+    }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+private:
+    std::uint64_t saved_ = 0;
+};
+
+bool same_action(const struct sigaction& a, const struct sigaction& b) {
+    return handler_of(a) == handler_of(b) && a.sa_flags == b.sa_flags &&
+           std::memcmp(&a.sa_mask, &b.sa_mask, sizeof a.sa_mask) == 0;
+}
+
+// What the kernel should hold for sig, given that it holds `cur`: the
+// handler behind a trampoline while armed, the program's own otherwise.
+// Publishes the handler a trampoline will need. False: `cur` is right.
+bool target(int sig, const struct sigaction& cur, struct sigaction& want) {
+    want = cur;
+    const bool armed = g_armed.load(std::memory_order_relaxed);
+    if (armed && is_trampoline(cur)) {
+        // Ours already; the flags may have changed behind us (a raw
+        // read-modify-write): refresh SA_RESTART.
+        Saved::set_restart(sig, (cur.sa_flags & SA_RESTART) != 0);
+        return false;
+    }
+    if (armed && is_function(cur)) {
+        publish(sig, cur);
+        set_handler(want, trampoline_for(cur.sa_flags));
+        return true;
+    }
+    if (!armed && is_trampoline(cur)) {
+        Saved::of(sig).show_own(want);
+        return true;
+    }
+    return false;
+}
+
+// Under the lock: makes the kernel's action for sig what target() says.
+// Each install returns the action it replaced; if that is not the one read
+// before, a raw install came in between, and it is the program's latest
+// word: it is installed again (wrapped or not) in place of ours.
+void settle(int sig) {
+    struct sigaction cur {
+    }, want{};
+    if (real_sigaction(sig, nullptr, &cur) != 0) return;
+    note_installed(sig, cur);  // SA_RESETHAND may have put SIG_DFL in place of ours
+    if (!target(sig, cur, want)) return;
+    for (int tries = 0; tries < 16; ++tries) {
+        struct sigaction prev {};
+        if (real_sigaction(sig, &want, &prev) != 0) return;
+        note_installed(sig, want);
+        if (same_action(prev, cur)) return;
+        cur = prev;
+        if (!target(sig, cur, want)) want = cur;
+    }
+}
+
+// Signals with a handler now, from the kernel's SigCgt; all of them if
+// /proc cannot say. Under the lock (the buffer is shared).
+std::uint64_t caught_signals() {
+    // One read: procfs gives the file at once, and SigCgt comes within its
+    // first 4 KiB (the long CPU and memory lists come after it; a Groups
+    // line long enough to push it out means every signal is read back).
+    static char buf[4096];
+    const long fd = sys::open_read("/proc/self/status");
+    if (fd < 0) return ~0ull;
+    const long n = sys::read(static_cast<int>(fd), buf, sizeof buf - 1);
+    sys::close(static_cast<int>(fd));
+    buf[n < 0 ? 0 : n] = '\0';
+    const char* p = std::strstr(buf, "\nSigCgt:");
+    if (p == nullptr) return ~0ull;
+    p += 8;
+    while (*p == ' ' || *p == '\t') ++p;
+    std::uint64_t mask = 0;
+    int digits = 0;
+    for (;; ++p, ++digits) {
+        const char c = *p;
+        const int v = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+        if (v < 0) break;
+        mask = (mask << 4) | static_cast<std::uint64_t>(v);
+    }
+    return digits == 16 ? mask : ~0ull;
+}
+
+// An install by the program while armed, under the lock. `old` gets the
+// previous action as the program installed it.
+int install_locked(int sig, const struct sigaction* act, struct sigaction& old) {
+    const Saved saved = Saved::of(sig);
+    int r;
+    if (act != nullptr && is_function(*act) && g_armed.load(std::memory_order_relaxed)) {
+        struct sigaction mine = *act;
+        set_handler(mine, trampoline_for(act->sa_flags));
+        publish(sig, *act);
+        r = real_sigaction(sig, &mine, &old);
+        if (r != 0) {
+            saved.put_back(sig);
+            return r;
+        }
+        note_installed(sig, mine);
+    } else {
+        r = real_sigaction(sig, act, &old);
+        if (r != 0) return r;
+        if (act != nullptr) note_installed(sig, *act);
+    }
+    saved.show_own(old);
+    return 0;
+}
+
+bool resolve_sigaction() {
+    if (real_sigaction != nullptr) return true;
+    // Before the constructor: resolve now (never reached from a handler:
+    // nothing is wrapped yet).
+    real_sigaction = reinterpret_cast<sigaction_fn>(dlsym(RTLD_NEXT, "sigaction"));
+    return real_sigaction != nullptr;
+}
+
+int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    if (!resolve_sigaction()) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (never_wrapped(sig)) return real_sigaction(sig, act, old);
+    // A program that read the kernel's view with a raw system call and now
+    // puts it back hands us a trampoline: it means the handler behind it
+    // (installed as such, the trampoline would jump to itself).
+    struct sigaction mine {};
+    if (act != nullptr && is_trampoline(*act)) {
+        mine = *act;
+        Saved::of(sig).show_own(mine);
+        act = &mine;
+    }
+    if (!g_armed.load(std::memory_order_acquire)) {
+        // Nothing can spin: straight through, one system call.
+        const int r = real_sigaction(sig, act, old);
+        if (r == 0 && old != nullptr) Saved::of(sig).show_own(*old);  // a sweep under way
+        // A configure armed the shim during the call: wrap what it installed.
+        if (r == 0 && act != nullptr && g_armed.load(std::memory_order_seq_cst)) {
+            Lock lock;
+            settle(sig);
+        }
+        return r;
+    }
+    // Read the caller's struct before the lock (a bad pointer faults here,
+    // as in libc, and not with every signal blocked).
+    struct sigaction prev {};
+    if (act != nullptr && act != &mine) mine = *act;
+    int r;
+    {
+        Lock lock;
+        r = install_locked(sig, act != nullptr ? &mine : nullptr, prev);
+    }
+    if (r == 0 && old != nullptr) *old = prev;
+    return r;
+}
 
 int bsd_flags(int sig) {
     return (g_sigintr.load(std::memory_order_relaxed) >> (sig & 63)) & 1 ? 0 : SA_RESTART;
 }
 
-void trampoline(int sig, siginfo_t* info, void* uctx) {
-    const int saved = errno;
-    note_signal(sig);  // raw syscalls only: errno is untouched, restored anyway
-    errno = saved;
-    if (sig <= 0 || sig >= kMaxSig) return;
-    UserHandler& u = g_user[sig];
-    void* fn = u.fn.load(std::memory_order_acquire);
-    if (fn == nullptr) return;
-    if (u.siginfo.load(std::memory_order_relaxed))
-        reinterpret_cast<void (*)(int, siginfo_t*, void*)>(fn)(sig, info, uctx);
-    else
-        reinterpret_cast<void (*)(int)>(fn)(sig);
-}
-
-bool is_trampoline(const struct sigaction& sa) {
-    return (sa.sa_flags & SA_SIGINFO) && sa.sa_sigaction == trampoline;
-}
-
-bool is_function(const struct sigaction& sa) {
-    if (sa.sa_flags & SA_SIGINFO) return sa.sa_sigaction != nullptr;
-    return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_ERR;
-}
-
-// Shows the program what it installed, not our trampoline.
-void unwrap(int sig, struct sigaction* sa, void* prev_fn, bool prev_siginfo) {
-    if (sa == nullptr || !is_trampoline(*sa) || sig <= 0 || sig >= kMaxSig) return;
-    if (prev_siginfo) {
-        sa->sa_sigaction = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(prev_fn);
-    } else {
-        sa->sa_flags &= ~SA_SIGINFO;
-        sa->sa_handler = reinterpret_cast<void (*)(int)>(prev_fn);
-    }
-}
-
-int call_real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    return real_sigaction(sig, act, old);
-}
-
-int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    if (real_sigaction == nullptr) {
-        // Before the constructor: resolve now (never reached from a handler:
-        // nothing is wrapped yet).
-        real_sigaction = reinterpret_cast<sigaction_fn>(dlsym(RTLD_NEXT, "sigaction"));
-        if (real_sigaction == nullptr) {
-            errno = ENOSYS;
-            return -1;
-        }
-    }
-    if (!g_ready.load(std::memory_order_acquire) || sig <= 0 || sig >= kMaxSig)
-        return call_real_sigaction(sig, act, old);
-
-    UserHandler& u = g_user[sig];
-    void* prev_fn = u.fn.load(std::memory_order_acquire);
-    const bool prev_siginfo = u.siginfo.load(std::memory_order_relaxed);
-    if (act == nullptr || !is_function(*act)) {
-        int r = call_real_sigaction(sig, act, old);
-        unwrap(sig, old, prev_fn, prev_siginfo);
-        return r;
-    }
-    struct sigaction mine = *act;
-    const bool wants_siginfo = (act->sa_flags & SA_SIGINFO) != 0;
-    void* fn = wants_siginfo ? reinterpret_cast<void*>(act->sa_sigaction)
-                             : reinterpret_cast<void*>(act->sa_handler);
-    mine.sa_flags |= SA_SIGINFO;
-    mine.sa_sigaction = trampoline;
-    // Publish the handler before the kernel can deliver to the trampoline.
-    u.siginfo.store(wants_siginfo, std::memory_order_relaxed);
-    u.fn.store(fn, std::memory_order_release);
-    int r = call_real_sigaction(sig, &mine, old);
-    if (r != 0) {
-        u.siginfo.store(prev_siginfo, std::memory_order_relaxed);
-        u.fn.store(prev_fn, std::memory_order_release);
-        return r;
-    }
-    unwrap(sig, old, prev_fn, prev_siginfo);
-    return r;
-}
-
 // signal() and friends, on top of the wrapped sigaction, with the semantics
-// glibc gives each: BSD (SA_RESTART, handler stays) or System V
-// (SA_RESETHAND | SA_NODEFER, no restart).
+// glibc gives each: BSD (SA_RESTART unless siginterrupt() said otherwise,
+// handler stays) or System V (SA_RESETHAND | SA_NODEFER, no restart).
 sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self) {
-    if (handler == SIG_ERR || sig <= 0 || sig >= kMaxSig) {
+    if (handler == SIG_ERR || sig <= 0 || sig >= kSigSlots) {
         errno = EINVAL;
         return SIG_ERR;
     }
@@ -134,36 +356,73 @@ sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self) 
     return old.sa_handler;
 }
 
+sighandler_t bsd_signal_impl(int sig, sighandler_t handler) {
+    return install(sig, handler, sig > 0 && sig < kSigSlots ? bsd_flags(sig) : 0, true);
+}
+
 }  // namespace
+
+namespace pipespin::interpose {
+
+void configure_signals(bool may_spin) noexcept {
+    // Nothing to wrap or unwrap: no system call (mode off stays plain).
+    if (!may_spin && !g_armed.load(std::memory_order_relaxed) &&
+        g_wrapped.load(std::memory_order_relaxed) == 0)
+        return;
+    if (!resolve_sigaction()) return;
+    Lock lock;
+    g_armed.store(may_spin, std::memory_order_seq_cst);
+    // Every signal with a handler. Armed: a trampoline stays. Disarmed:
+    // every trampoline goes, whoever put it there (libc's own code, system()
+    // for one, saves and restores actions where the shim does not see it).
+    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
+    for (int sig = 1; sig < kSigSlots; ++sig)
+        if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
+}
+
+void signals_after_fork() noexcept {
+    // Another thread may have held the lock when this one forked. Written
+    // only if set (a store after fork costs a page copy).
+    if (g_lock.load(std::memory_order_relaxed)) g_lock.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace pipespin::interpose
 
 PIPESPIN_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     return wrapped_sigaction(sig, act, old);
 }
 
+PIPESPIN_EXPORT int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    return wrapped_sigaction(sig, act, old);
+}
+
 PIPESPIN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
-    return install(sig, handler, bsd_flags(sig), true);
+    return bsd_signal_impl(sig, handler);
 }
 
 PIPESPIN_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
-    return install(sig, handler, bsd_flags(sig), true);
+    return bsd_signal_impl(sig, handler);
 }
 
-// The real siginterrupt() re-installs the current action (our trampoline, if
-// wrapped) with SA_RESTART changed; we only remember it for signal().
+PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
+    return bsd_signal_impl(sig, handler);
+}
+
+// As glibc's: remember the choice for signal(), and re-install the current
+// action with SA_RESTART changed (here through the wrapped sigaction, so
+// that the trampoline's SA_RESTART bit follows).
 PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
-    if (real_siginterrupt == nullptr) {
-        errno = ENOSYS;
-        return -1;
+    struct sigaction act {};
+    if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;
+    const std::uint64_t bit = 1ull << (sig & 63);
+    if (flag) {
+        g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+        act.sa_flags &= ~SA_RESTART;
+    } else {
+        g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+        act.sa_flags |= SA_RESTART;
     }
-    int r = real_siginterrupt(sig, flag);
-    if (r == 0 && sig > 0 && sig < kMaxSig) {
-        const std::uint64_t bit = 1ull << (sig & 63);
-        if (flag)
-            g_sigintr.fetch_or(bit, std::memory_order_relaxed);
-        else
-            g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
-    }
-    return r;
+    return wrapped_sigaction(sig, &act, nullptr) < 0 ? -1 : 0;
 }
 
 PIPESPIN_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
@@ -177,7 +436,7 @@ PIPESPIN_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
 // sigset(): SIG_HOLD blocks the signal; anything else installs the handler
 // and unblocks it; the return value is SIG_HOLD if it was blocked.
 PIPESPIN_EXPORT sighandler_t sigset(int sig, sighandler_t handler) {
-    if (sig <= 0 || sig >= kMaxSig) {
+    if (sig <= 0 || sig >= kSigSlots) {
         errno = EINVAL;
         return SIG_ERR;
     }

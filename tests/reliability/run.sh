@@ -14,6 +14,10 @@
 #   fixed-poll, fixed-fionread
 #             fixed with PIPESPIN_PROBE=poll or fionread: the spin looks at
 #             the pipe with poll() or ioctl(FIONREAD) instead of RWF_NOWAIT
+#   reload    the shim with PIPESPIN_CONFIG naming a scratch file that says
+#             mode = off, spin_us = 1000000, reload_ms = 1, log = info, and no
+#             PIPESPIN_MODE: the helper rewrites the file to retune the shim
+#             while it runs (live reloads)
 #
 # Options:
 #   --env NAME=VALUE  extra environment in the shim configurations (wins over
@@ -62,16 +66,22 @@ case "$config" in
   adaptive) env_args+=(PIPESPIN_MODE=adaptive PIPESPIN_SPIN_US=1000000) ;;
   fixed-poll) env_args+=(PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 PIPESPIN_PROBE=poll) ;;
   fixed-fionread) env_args+=(PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=1000000 PIPESPIN_PROBE=fionread) ;;
+  reload) ;;
   *) echo "run.sh: unknown config '$config'" >&2; exit 2 ;;
 esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [[ $config == reload ]]; then
+  printf 'mode = off\nspin_us = 1000000\nreload_ms = 1\nlog = info\n' >"$tmp/reload.conf"
+  chmod 644 "$tmp/reload.conf"
+  env_args+=(PIPESPIN_CONFIG="$tmp/reload.conf")
+fi
 env_args+=(REL_CONFIG="$config")
 if [[ $shim == 1 ]]; then
   [[ -f $lib ]] || { echo "run.sh: no library at '$lib'" >&2; exit 2; }
   env_args+=(PIPESPIN_LOG=info "${extra_env[@]}" "LD_PRELOAD=$lib")
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 echo "config $config: env ${env_args[*]} $*" >&2
 start=$EPOCHREALTIME
 env "${env_args[@]}" "$@" >"$tmp/out" 2>"$tmp/err"

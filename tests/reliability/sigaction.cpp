@@ -1,6 +1,7 @@
 // Case sigaction: the program sees its own handlers, never the shim's
 // trampoline, through sigaction()'s oldact, a query (act == NULL), and the
-// return values of signal(), bsd_signal(), sysv_signal() and sigset():
+// return values of signal(), bsd_signal(), ssignal(), sysv_signal() and
+// sigset(), and through glibc's __sigaction:
 //   - h1 then h2 with sigaction, for each pair of plain and SA_SIGINFO
 //     handlers: oldact gives back h1 with the SA_SIGINFO flag it had, its
 //     other flags (SA_RESTART, SA_NODEFER, SA_ONSTACK) and its mask;
@@ -8,7 +9,11 @@
 //   - signal(): returns the previous handler, whoever installed it;
 //   - SA_RESETHAND: the handler runs once, the second signal meets SIG_DFL
 //     (SIGURG, ignored by default), and a query then reports SIG_DFL;
-//   - the handlers actually run, with the siginfo the kernel gave.
+//   - the handlers actually run, with the siginfo the kernel gave;
+//   - an action read back by a raw rt_sigaction (the kernel's view: the
+//     shim's trampoline where it wraps), SIG_IGN for a while, and the action
+//     put back with sigaction(): the program's handler runs again (not a
+//     trampoline that calls itself).
 //
 // How a naive shim fails: a shim that wraps handlers to notice signals
 // during a spin and hands the kernel's view back reports its trampoline
@@ -18,8 +23,10 @@
 
 #include "rel.h"
 
-// glibc exports it; its header declares it only for some feature macros.
+// glibc exports them; its header declares them only for some feature
+// macros, or not at all.
 extern "C" sighandler_t bsd_signal(int, sighandler_t);
+extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
 
 using namespace rel;
 
@@ -162,6 +169,14 @@ int main() {
         CHECK(old.sa_handler == h1);
         CHECK(!(old.sa_flags & SA_SIGINFO));
         CHECK(bsd_signal(sig, h2) == h2);
+        CHECK(ssignal(sig, h1) == h2);
+        CHECK(ssignal(sig, h2) == h1);
+        struct sigaction via = plain(h1, SA_RESTART);
+        CHECK_EQ(__sigaction(sig, &via, &old), 0);
+        CHECK(old.sa_handler == h2);
+        CHECK_EQ(__sigaction(sig, nullptr, &old), 0);
+        expect_same(old, via, __LINE__);
+        CHECK(signal(sig, h2) == h1);
         CHECK(sysv_signal(sig, h1) == h2);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -170,6 +185,34 @@ int main() {
         CHECK(sigset(sig, SIG_DFL) == SIG_HOLD);
 #pragma GCC diagnostic pop
         CHECK(signal(sig, SIG_DFL) == SIG_DFL);
+    }
+
+    PROGRESS("an action read back by a raw system call, and put back with sigaction()");
+    for (bool siginfo : {false, true}) {
+        struct sigaction sa = siginfo ? s1 : p1;
+        CHECK_EQ(sigaction(sig, &sa, nullptr), 0);
+        struct {
+            void* handler;
+            unsigned long flags;
+            void* restorer;
+            std::uint64_t mask;
+        } k{};
+        CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
+        const struct sigaction ign = plain(SIG_IGN, 0);
+        CHECK_EQ(sigaction(sig, &ign, nullptr), 0);
+        struct sigaction back {};
+        back.sa_handler = reinterpret_cast<Handler>(k.handler);
+        back.sa_flags = static_cast<int>(k.flags);
+        sigemptyset(&back.sa_mask);
+        std::memcpy(&back.sa_mask, &k.mask, sizeof k.mask);
+        CHECK_EQ(sigaction(sig, &back, nullptr), 0);
+        const int ran = siginfo ? 3 : 1;
+        g_ran[ran] = 0;
+        fire(sig);
+        CHECK_EQ(g_ran[ran], 1);
+        struct sigaction old {};
+        CHECK_EQ(sigaction(sig, nullptr, &old), 0);
+        expect_same(old, sa, __LINE__);
     }
 
     PROGRESS("SA_RESETHAND: the handler fires once, then SIG_DFL is reported");

@@ -21,6 +21,28 @@
 // 100 trials per variant, each with a one-shot 2 ms ITIMER_REAL.
 //
 //   signals read|write|poll
+//   signals reload-read|reload-write   (run.sh config reload)
+//     The same across live reloads (issue 19: the shim wraps handlers only
+//     while something can spin). The config file (PIPESPIN_CONFIG, mode off
+//     at start, reload_ms 1) is rewritten between phases, as an editor
+//     would. For each variant, and for handlers installed by a raw
+//     rt_sigaction system call (with and without SA_RESTART), which the shim
+//     cannot see being installed: the handler is installed in mode off; the
+//     file turns to adaptive, then (next round) fixed (1 s budget); 50
+//     trials; the file turns back to off; 50 trials. After each reload the
+//     helper waits, with poll(1 ms) calls on an empty pipe (each one gives the
+//     shim a chance to look at the file), until the kernel holds what the
+//     mode asks for: a trampoline in front of the handler while something
+//     can spin, the program's own handler in off (read back with a raw
+//     rt_sigaction; the program's own view, through sigaction(), must always
+//     show its handler and its SA_RESTART). A shim that wraps only what it
+//     sees installed fails the raw variants (the spin misses the handler and
+//     needs the backstop); one that wraps in every mode never shows the
+//     program's own handler in off.
+//   signals early                      (rel_signals_early)
+//     The handler (no SA_RESTART) was installed by a raw rt_sigaction system
+//     call in the constructor of a library the helper links
+//     (signals_early_lib.cpp), which runs before the shim's: read trials.
 //
 // How a naive spin fails: a spin that does not notice the handler keeps
 // spinning to the end of its 1 s budget and then blocks in the real call,
@@ -57,6 +79,9 @@ enum class Op { Read, Write, Poll, PollTimeout, Ppoll, PollMany };
 constexpr int kMany = 1000;
 
 enum class Install {
+    Early,              // installed before main, by signals_early_lib.cpp
+    Raw,                // a raw rt_sigaction system call, no flags
+    RawRestart,         // a raw rt_sigaction system call, SA_RESTART
     Signal,             // signal(): BSD semantics, SA_RESTART
     Restart,            // sigaction, SA_RESTART
     SiginfoRestart,     // sigaction, SA_SIGINFO | SA_RESTART
@@ -83,6 +108,13 @@ constexpr Variant kVariants[] = {
     {"siginterrupt+signal", Install::SiginterruptFirst, false},
     {"sigaction+SA_RESTART+SA_RESETHAND", Install::RestartOnce, true},
 };
+// Only where a configure comes after the install (reload, early).
+constexpr Variant kRawVariants[] = {
+    {"raw rt_sigaction", Install::Raw, false},
+    {"raw rt_sigaction+SA_RESTART", Install::RawRestart, true},
+};
+constexpr Variant kEarly = {"raw rt_sigaction before the shim's constructor", Install::Early,
+                            false};
 
 volatile sig_atomic_t g_in_call = 0;  // the call under test is in progress
 volatile sig_atomic_t g_sigs = 0;     // handler runs in this trial
@@ -112,13 +144,52 @@ void handler_info(int, siginfo_t* si, void*) {
     on_alarm();
 }
 
+// The kernel's view of an action (what a raw rt_sigaction reads and writes).
+struct KernelAction {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    std::uint64_t mask;
+};
+constexpr unsigned long kSaRestorer = 0x04000000;
+
+KernelAction kernel_action(int sig) {
+    KernelAction k{};
+    CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
+    return k;
+}
+
+void install_raw(bool restart) {
+    // glibc's restorer, from the action it just installed (SIG_DFL).
+    KernelAction k = kernel_action(SIGALRM);
+    CHECK(k.flags & kSaRestorer);
+    k.handler = reinterpret_cast<void*>(handler);
+    k.flags = kSaRestorer | (restart ? SA_RESTART : 0);
+    k.mask = 0;
+    CHECK_EQ(syscall(SYS_rt_sigaction, SIGALRM, &k, nullptr, 8), 0);
+}
+
+// The handler a variant installs.
+void* own_handler(const Variant& v) {
+    return v.how == Install::SiginfoRestart || v.how == Install::Siginfo
+               ? reinterpret_cast<void*>(handler_info)
+               : reinterpret_cast<void*>(handler);
+}
+
 void install_variant(const Variant& v) {
+    if (v.how == Install::Early) return;  // done before main
     // A clean slate: default action, the siginterrupt() bit cleared.
     install(SIGALRM, SIG_DFL, 0);
     CHECK_EQ(siginterrupt_(SIGALRM, 0), 0);
     struct sigaction sa {};
     sigemptyset(&sa.sa_mask);
     switch (v.how) {
+        case Install::Early:
+            break;
+        case Install::Raw:
+        case Install::RawRestart:
+            install_raw(v.how == Install::RawRestart);
+            break;
         case Install::Signal:
             CHECK(signal(SIGALRM, handler) != SIG_ERR);
             break;
@@ -213,8 +284,10 @@ int queued(int fd) {
     return n;
 }
 
-void run_variant(Op op, const Variant& v) {
-    PROGRESS("%s, handler by %s: %d trials", op_name(op), v.name, kTrials);
+// kTrials trials of op with v's handler, installed first (or already there:
+// `installed`). The handler stays.
+void run_variant(Op op, const Variant& v, bool installed = false, int trials = kTrials) {
+    PROGRESS("%s, handler by %s: %d trials", op_name(op), v.name, trials);
     int p[2], go[2];
     make_pipe(p);
     CHECK_EQ(fcntl(p[1], F_SETPIPE_SZ, kPipeSize), kPipeSize);
@@ -228,11 +301,11 @@ void run_variant(Op op, const Variant& v) {
     } else {
         g_go_w = -1;
     }
-    install_variant(v);
+    if (!installed) install_variant(v);
 
     static char full[kPipeSize];
     int late = 0;
-    for (int t = 0; t < kTrials; ++t) {
+    for (int t = 0; t < trials; ++t) {
         if (op == Op::Write) write_full(p[1], full, sizeof full);  // now the pipe is full
         if (v.how == Install::RestartOnce) install_variant(v);     // the kernel reset it
         char c = 0;
@@ -293,18 +366,135 @@ void run_variant(Op op, const Variant& v) {
         close(go[1]);
         g_go_w = -1;
     }
-    install(SIGALRM, SIG_IGN, 0);
+    if (!installed) install(SIGALRM, SIG_IGN, 0);
     close(p[0]);
     close(p[1]);
     PROGRESS("  ok (%d trial(s) needed the backstop)", late);
 }
 
+// ---- reload ------------------------------------------------------------------
+
+constexpr int kReloadTrials = 50;
+
+// Rewrites the config file (a new file renamed over it, as editors do).
+void retune(const char* path, const char* mode) {
+    char tmp[4096], text[256];
+    std::snprintf(tmp, sizeof tmp, "%s.new", path);
+    const int n = std::snprintf(text, sizeof text,
+                                "mode = %s\nspin_us = 1000000\nreload_ms = 1\nlog = info\n", mode);
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CHECK(fd >= 0);
+    CHECK_EQ(write(fd, text, static_cast<size_t>(n)), n);
+    CHECK_EQ(close(fd), 0);
+    CHECK_EQ(rename(tmp, path), 0);
+}
+
+// Whether the kernel holds a trampoline of the shim's for SIGALRM, rather
+// than the program's handler (or SIG_DFL, after SA_RESETHAND).
+bool wrapped(const Variant& v) {
+    void* h = kernel_action(SIGALRM).handler;
+    return h != own_handler(v) && h != reinterpret_cast<void*>(SIG_DFL);
+}
+
+// Gives the shim chances to look at the file (poll(1 ms) on an empty pipe
+// runs its periodic work in every mode) until the kernel holds what `mode`
+// asks for. The shim looks at most every reload_ms on a coarse clock: once
+// reload_ms and two ticks have passed after the rename, every further wait
+// may look; after 20 more, the reload must have happened.
+void await_reload(int empty_r, const Variant& v, bool want_wrapped, const char* mode) {
+    timespec res{};
+    CHECK_EQ(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+    const std::uint64_t tick = static_cast<std::uint64_t>(res.tv_sec) * 1000000000ull +
+                               static_cast<std::uint64_t>(res.tv_nsec);
+    const std::uint64_t until = now_ns() + 1000000ull + 2 * tick;
+    int after = 0;
+    while (wrapped(v) != want_wrapped) {
+        if (now_ns() >= until && ++after > 20) {
+            std::fprintf(stderr, "after the reload to %s the kernel holds handler %p (own %p)\n",
+                         mode, kernel_action(SIGALRM).handler, own_handler(v));
+            fail(__FILE__, __LINE__,
+                 want_wrapped ? "the handler is wrapped while something can spin"
+                              : "the program's own handler is installed in mode off",
+                 0);
+        }
+        pollfd pfd{empty_r, POLLIN, 0};
+        CHECK_EQ(poll(&pfd, 1, 1), 0);
+    }
+}
+
+// The program's own view: its handler, its SA_RESTART.
+void check_view(const Variant& v) {
+    struct sigaction sa {};
+    CHECK_EQ(sigaction(SIGALRM, nullptr, &sa), 0);
+    if (sa.sa_handler == SIG_DFL && v.how == Install::RestartOnce) return;  // reset by a delivery
+    CHECK(reinterpret_cast<void*>(sa.sa_handler) == own_handler(v));
+    CHECK_EQ((sa.sa_flags & SA_RESTART) != 0, v.restarts);
+}
+
+int usable_cpus() {
+    cpu_set_t set;
+    CHECK_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set);
+}
+
+int reload_case(Op op) {
+    const char* path = std::getenv("PIPESPIN_CONFIG");
+    const char* rel = std::getenv("REL_CONFIG");
+    if (path == nullptr || path[0] == '\0' || rel == nullptr || std::strcmp(rel, "reload") != 0) {
+        std::fprintf(stderr, "signals reload-*: run it with run.sh --config reload\n");
+        return 2;
+    }
+    if (usable_cpus() < 2) {
+        std::printf("SKIP: one usable CPU: the shim never spins, so it never wraps a handler\n");
+        return 77;
+    }
+    int empty[2];
+    make_pipe(empty);
+    auto phases = [&](const Variant& v, const char* mode) {
+        PROGRESS("installed in mode off, then %s", mode);
+        install_variant(v);
+        check_view(v);
+        retune(path, mode);
+        await_reload(empty[0], v, true, mode);
+        check_view(v);
+        run_variant(op, v, true, kReloadTrials);
+        PROGRESS("back to off");
+        retune(path, "off");
+        await_reload(empty[0], v, false, "off");
+        check_view(v);
+        run_variant(op, v, true, kReloadTrials);
+        install(SIGALRM, SIG_IGN, 0);
+    };
+    for (const char* mode : {"adaptive", "fixed"}) {
+        for (const Variant& v : kVariants) phases(v, mode);
+        for (const Variant& v : kRawVariants) phases(v, mode);
+    }
+    return 0;
+}
+
 }  // namespace
+
+#ifdef REL_EARLY
+// signals_early_lib.cpp: its constructor's handler calls this.
+extern "C" void (*rel_early_hook)(int);
+extern "C" const char* rel_early_error;
+#endif
 
 int main(int argc, char** argv) {
     announce_main_pid();
     CHECK(argc == 2);
     const std::string_view what = argv[1];
+    if (what == "reload-read") return reload_case(Op::Read);
+    if (what == "reload-write") return reload_case(Op::Write);
+#ifdef REL_EARLY
+    if (what == "early") {
+        if (rel_early_error != nullptr) fail(__FILE__, __LINE__, rel_early_error, 0);
+        rel_early_hook = handler;
+        CHECK(kernel_action(SIGALRM).handler != reinterpret_cast<void*>(SIG_DFL));
+        run_variant(Op::Read, kEarly, true);
+        return 0;
+    }
+#endif
     if (what == "read" || what == "write") {
         const Op op = what == "read" ? Op::Read : Op::Write;
         for (const Variant& v : kVariants) run_variant(op, v);
@@ -322,7 +512,7 @@ int main(int argc, char** argv) {
             run_variant(Op::Ppoll, v);
         }
     } else {
-        std::fprintf(stderr, "usage: signals read|write|poll\n");
+        std::fprintf(stderr, "usage: signals read|write|poll|reload-read|reload-write|early\n");
         return 2;
     }
     return 0;
