@@ -273,6 +273,16 @@ void maybe_reload() noexcept {
     errno = saved_errno;
 }
 
+// A spin is about to start: the deferred work that only a spin needs.
+void before_spin() noexcept {
+    const SpinHook hook = g_runtime.spin_hook.load(std::memory_order_acquire);
+    if (hook == nullptr) [[likely]]
+        return;
+    const int saved_errno = errno;
+    hook();
+    errno = saved_errno;
+}
+
 // A call is about to spin or block (or nothing spins, see never_spins).
 void slow_path_hooks() noexcept {
     maybe_stats_tick();
@@ -291,6 +301,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
         SpinPolicy::on_no_cpu(st.policy);
         return false;
     }
+    before_spin();
     std::uint64_t spent = 0;
     end = spin(mark, budget, spent, look, &on);
     if (end == SpinEnd::NonBlocking) return false;
@@ -313,11 +324,11 @@ void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
     plan.t_call = sys::now_ns();
 }
 
-// A read or write that cannot spin (mode off, the direction switched off)
-// still carries the periodic work, so that such a process reports its
-// interval lines and picks up a changed config file too: but only one call
-// in 16 per fd direction looks at the clock, which would otherwise be the
-// largest part of what interposition costs such a call.
+// A read or write that does not spin (mode off, the direction switched off,
+// a plain phase) still carries the periodic work, so that such a process
+// reports its interval lines and picks up a changed config file too: but
+// only one call in 16 per fd direction looks at the clock, which would
+// otherwise be the largest part of what interposition costs such a call.
 void passthrough_hooks(const IoCounters& c) noexcept {
     if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
 }
@@ -362,7 +373,9 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     if (budget != 0) return {info.state, budget};
-    if (never_spins(dir_on, params)) passthrough_hooks(st);
+    // The periodic work (interval lines, the config re-check) rides on the
+    // calls that do not spin too: a fd in a plain phase may never block.
+    passthrough_hooks(st);
     if (settle_early(st, params)) return {};
     return {info.state, 0};
 }
@@ -511,6 +524,11 @@ void set_reload_hook(ReloadHook hook) noexcept {
     g_runtime.reload_hook.store(hook, std::memory_order_release);
 }
 
+void set_spin_hook(SpinHook hook) noexcept {
+    if (g_runtime.spin_hook.load(std::memory_order_relaxed) != hook)
+        g_runtime.spin_hook.store(hook, std::memory_order_release);
+}
+
 void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
     g_runtime.stats_period_ns.store(period_ns, std::memory_order_relaxed);
     g_runtime.stats_next_ns.store(sys::coarse_ns() + period_ns, std::memory_order_relaxed);
@@ -614,6 +632,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
         SpinPolicy::on_no_cpu(st.policy);
         return plan;
     }
+    before_spin();
     std::uint64_t own_mask = 0;
     if (sigmask != nullptr) {
         // The kernel reads the caller's mask: a bad one is the real call's EFAULT.

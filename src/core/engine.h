@@ -50,6 +50,10 @@ struct Plan {
 //    it changed, apply it (configure()).
 using StatsTick = void (*)() noexcept;
 using ReloadHook = void (*)() noexcept;
+// Called once before a spin starts, while set (the signal layer's deferred
+// work: wrapping the handlers installed before spinning was possible, which
+// only a spin needs). The hook clears itself.
+using SpinHook = void (*)() noexcept;
 
 // Process-wide settings, constant-initialised to what the default options
 // resolve to (configure() then writes only what differs: a page written at
@@ -84,6 +88,7 @@ struct Runtime {
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
     std::atomic<std::uint64_t> reload_next_ns{0};  // 0: at the first chance
     std::atomic<ReloadHook> reload_hook{nullptr};
+    std::atomic<SpinHook> spin_hook{nullptr};
 
     // The policy's view of the settings now.
     PolicyParams params() const noexcept;
@@ -104,6 +109,8 @@ void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
 // Registers (or, with null, removes) the live re-check; its period is
 // reload_ms, set by configure().
 void set_reload_hook(ReloadHook hook) noexcept;
+// Registers (or, with null, removes) the hook a spin calls before it starts.
+void set_spin_hook(SpinHook hook) noexcept;
 
 // A read or write in two steps, so that the wrapper can hand most calls to
 // libc as a tail call: after the real call returns, nothing of the shim's

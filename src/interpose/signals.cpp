@@ -56,6 +56,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/engine.h"
 #include "core/signals.h"
 #include "interpose/real.h"
 #include "interpose/trampoline.h"
@@ -360,11 +361,46 @@ sighandler_t bsd_signal_impl(int sig, sighandler_t handler) {
     return install(sig, handler, sig > 0 && sig < kSigSlots ? bsd_flags(sig) : 0, true);
 }
 
+// Under the lock: makes the kernel hold what target() says for every
+// signal with a handler. Armed: a trampoline stays. Disarmed: every
+// trampoline goes, whoever put it there (libc's own code, system() for
+// one, saves and restores actions where the shim does not see it).
+void sweep_locked() {
+    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
+    for (int sig = 1; sig < kSigSlots; ++sig)
+        if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
+}
+
+// The sweep that wraps what was installed before (or behind) the shim,
+// deferred to the first spin: only a spin needs it, and most processes
+// never spin (it reads /proc/self/status and takes the lock).
+void sweep_before_spin() noexcept {
+    set_spin_hook(nullptr);
+    if (!resolve_sigaction()) return;
+    Lock lock;
+    if (g_armed.load(std::memory_order_relaxed)) sweep_locked();
+}
+
 }  // namespace
 
 namespace pipespin::interpose {
 
 void configure_signals(bool may_spin) noexcept {
+    // The first configure is the constructor's: what it would have to wrap
+    // is only what was installed before the shim ran (rare), and most
+    // processes never spin, so that sweep waits for the first spin. A live
+    // reload sweeps at once (it is rare, and reads a file anyway).
+    static std::atomic<bool> started{false};
+    const bool at_start = !started.load(std::memory_order_relaxed);
+    if (at_start) started.store(true, std::memory_order_relaxed);
+    if (may_spin && at_start) {
+        // Installs from now on are wrapped as they come (a concurrent one
+        // re-checks g_armed after its call).
+        g_armed.store(true, std::memory_order_seq_cst);
+        set_spin_hook(sweep_before_spin);
+        return;
+    }
+    set_spin_hook(nullptr);
     // Nothing to wrap or unwrap: no system call (mode off stays plain).
     if (!may_spin && !g_armed.load(std::memory_order_relaxed) &&
         g_wrapped.load(std::memory_order_relaxed) == 0)
@@ -372,12 +408,7 @@ void configure_signals(bool may_spin) noexcept {
     if (!resolve_sigaction()) return;
     Lock lock;
     g_armed.store(may_spin, std::memory_order_seq_cst);
-    // Every signal with a handler. Armed: a trampoline stays. Disarmed:
-    // every trampoline goes, whoever put it there (libc's own code, system()
-    // for one, saves and restores actions where the shim does not see it).
-    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
-    for (int sig = 1; sig < kSigSlots; ++sig)
-        if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
+    sweep_locked();
 }
 
 void signals_after_fork() noexcept {

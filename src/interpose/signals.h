@@ -5,10 +5,11 @@
 namespace pipespin::interpose {
 
 // After every configure (start-up, each live reload): may_spin is
-// anything_spins() under the new settings. Wraps the program's handlers
-// (those installed before, by any means) when it is true, unwraps them when
-// it is false. Async-signal-safe. No system call when nothing is or was
-// wrapped and nothing can spin.
+// anything_spins() under the new settings. When it is true, the program's
+// handlers are wrapped as they are installed, and those installed before
+// (by any means) are wrapped now, or, at start-up, just before the first
+// spin (engine.h, set_spin_hook); when it is false, they are unwrapped.
+// Async-signal-safe. At start-up, no system call here.
 void configure_signals(bool may_spin) noexcept;
 
 // In a child after fork(): a lock another thread of the parent held is free.
