@@ -367,7 +367,7 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
 // Begun): the fd's slot and the budget now, or a null slot when the real
 // call is all there is to do.
 Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
-    if (n == 0) return {};
+    if (n == 0 || g_runtime.inert.load(std::memory_order_relaxed)) return {};
     const FdInfo info = g_table.lookup(fd, classify_fd);
     if (!info.can(dir)) return {};
     DirState& st = info.slot->dir[static_cast<int>(dir)];
@@ -500,6 +500,8 @@ void configure(const Options& o, int usable_cpus) noexcept {
     g_runtime.spin_dir[static_cast<int>(Dir::Write)].store(o.spin_write != 0, kRelaxed);
     g_runtime.spin_poll.store(o.spin_poll != 0, kRelaxed);
     g_runtime.count_bytes.store(!o.stats.empty(), kRelaxed);
+    g_runtime.inert.store(o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info,
+                          kRelaxed);
     g_runtime.reload_ms.store(o.reload_ms, kRelaxed);
     g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
                                    kRelaxed);
@@ -540,6 +542,15 @@ Plan continue_write(Begun b, int fd, const void* buf, std::size_t n) {
     return wait_io(b, fd, Dir::Write, const_cast<void*>(buf), n);
 }
 
+bool may_spin(int fd, Dir dir) noexcept {
+    const PolicyParams params = g_runtime.params();
+    if (never_spins(g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed),
+                    params))
+        return false;
+    const FdInfo info = g_table.lookup(fd, classify_fd);
+    return info.can(dir) && budget_for(info.slot->dir[static_cast<int>(dir)], params) != 0;
+}
+
 Plan before_read(int fd, void* buf, std::size_t n) {
     return continue_read(begin_read(fd, n), fd, buf, n);
 }
@@ -551,7 +562,8 @@ Plan before_write(int fd, const void* buf, std::size_t n) {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0) return plan;
+    if (timeout_ms == 0 || nfds == 0 || g_runtime.inert.load(std::memory_order_relaxed))
+        return plan;
     const PolicyParams params = g_runtime.params();
     if (never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) {
         slow_path_hooks();
@@ -745,6 +757,7 @@ SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
 // straight through (and may be the one that writes the interval line, as
 // for poll).
 bool set_waits_off(const PolicyParams& params) noexcept {
+    if (g_runtime.inert.load(std::memory_order_relaxed)) return true;
     if (!never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) return false;
     slow_path_hooks();
     return true;
@@ -868,7 +881,9 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
 }
 
 void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
-    if (g_table.slot(epfd) == nullptr || g_table.slot(fd) == nullptr) return;
+    if (g_table.slot(epfd) == nullptr || g_table.slot(fd) == nullptr ||
+        g_runtime.inert.load(std::memory_order_relaxed))
+        return;
     std::atomic<std::uint64_t>& slot = g_epoll_watch[epfd];
     const std::uint64_t w = slot.load(std::memory_order_acquire);
     Dir old_dir;

@@ -70,6 +70,12 @@ struct Runtime {
     // Otherwise no one reads them, and a call that does not spin is counted
     // before its real call (see settle_early in engine.cpp).
     std::atomic<bool> count_bytes{true};
+    // Mode off, and nobody reads the counters (no statistics lines, log
+    // below info): no call has anything to do, so none looks at its fd,
+    // counts, or runs the slow-path hooks. The process then makes exactly
+    // the system calls it would make without the shim (after start-up);
+    // the price is that it never looks for a changed config file either.
+    std::atomic<bool> inert{false};
     WakeEstimate wake;
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
@@ -116,6 +122,10 @@ Plan continue_read(Begun b, int fd, void* buf, std::size_t n);
 Plan continue_write(Begun b, int fd, const void* buf, std::size_t n);
 // Both steps at once.
 Plan before_read(int fd, void* buf, std::size_t n);
+// Could a wait on fd for `dir` spin now (a tracked pipe, spinning on in
+// that direction, the policy's budget for the fd not 0)? For stdio, which
+// splits a large fread into waits only when one could spin.
+bool may_spin(int fd, Dir dir) noexcept;
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
