@@ -36,7 +36,8 @@ std::atomic<int> g_current{0};
 const Settled& settled() noexcept {
     return g_settled[g_current.load(std::memory_order_acquire)];
 }
-std::int64_t g_pid = 0;  // whose counters these are
+// Whose counters these are; 0 in a forked child until statistics need it.
+std::int64_t g_pid = 0;
 char g_program[64] = "";
 std::uint64_t g_start_ns = 0;  // monotonic
 std::uint64_t g_start_unix_us = 0;
@@ -51,8 +52,8 @@ std::uint64_t unix_us() noexcept {
            static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
 }
 
-void mark_start() noexcept {
-    g_pid = sys::raw(SYS_getpid);
+void mark_start(bool know_pid) noexcept {
+    g_pid = know_pid ? sys::raw(SYS_getpid) : 0;
     g_start_ns = sys::now_ns();
     g_start_unix_us = unix_us();
     g_seq.store(0, kRelaxed);
@@ -63,8 +64,14 @@ void mark_start() noexcept {
 // its parent's arm: it goes on running the same program, usually talking to
 // its parent through pipes, and a pair split across arms would measure
 // neither (an exec draws afresh: the constructor runs again).
+//
+// Without statistics the child makes no system call here (in mode off a
+// child makes exactly the calls it would make without the shim): its pid
+// is learnt when a reload turns statistics on. A vfork child never runs
+// this handler, so it never sees 0 in its parent's place while lines are
+// written.
 void after_fork_child() noexcept {
-    mark_start();
+    mark_start(g_enabled.load(std::memory_order_acquire));
     fd_table().reset_counters();
     const Runtime& rt = runtime();
     const std::uint64_t period = rt.stats_period_ns.load(kRelaxed);
@@ -103,7 +110,7 @@ int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept 
 }  // namespace
 
 void stats_start() noexcept {
-    mark_start();
+    mark_start(true);
     const char* name = program_invocation_short_name;
     std::size_t n = 0;
     if (name != nullptr)
@@ -113,6 +120,7 @@ void stats_start() noexcept {
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
+    if (g_pid == 0) g_pid = sys::raw(SYS_getpid);  // a forked child, see after_fork_child()
     const int cur = g_current.load(std::memory_order_relaxed);
     Settled& next = g_settled[1 - cur];
     next.config = options;
