@@ -99,35 +99,83 @@ bool getdelim_reads(char** line, size_t* n) noexcept {
 //
 // An fread of more than the stream has buffered reads the rest inside libc,
 // waiting there each time the pipe runs dry (sort and zstd read 128 KiB at a
-// time). So the wrapper reads it in pieces, under the stream's lock as
-// fread holds it: what is buffered, then, after each wait, what the pipe
-// holds (FIONREAD), which the real fread_unlocked returns without blocking.
-// When a wait ends with the pipe still empty, the real call waits for one
-// byte (there the kernel decides EOF, EAGAIN, EINTR). The result is the same
-// bytes, count, flags and errno as one real fread; only the reads differ.
+// time). Where a wait could spin (may_spin: a tracked pipe, and the policy
+// would spin on it now), the wrapper reads it in pieces, under the stream's
+// lock as fread holds it: what is buffered, then, after each wait, what the
+// pipe holds (FIONREAD), which the real fread_unlocked returns without
+// blocking. When a wait ends with the pipe still empty, the real call waits
+// for one byte (there the kernel decides EOF, EAGAIN, EINTR). The result is
+// the same bytes, count, flags and errno as one real fread; only the reads
+// differ. Everywhere else (regular files, mode off, a pipe the policy does
+// not spin on now) the fread goes to libc whole, so that libc reads the bulk
+// straight into the caller's buffer as it always does.
+//
+// Pieces cost no read() beyond libc's own: a piece that is a whole number of
+// the stream's blocks (glibc reads those straight into the caller's buffer)
+// is one read of exactly what is queued; a smaller one is one refill of the
+// stream's buffer. So a piece is what the pipe holds, cut down to whole
+// blocks when there is at least one, and the tail waits in the pipe for the
+// next piece (which finds it at once, with whatever came since).
+//
+// A thread cancelled inside a wait or inside the real read must not leave
+// the stream locked: glibc's fread releases its lock then, and the next use
+// of the FILE would deadlock. The lock is taken and released in C
+// (platform/cancel.c), with a clean-up that runs when the thread unwinds.
+
+extern "C" void pipespin_call_stream_locked(void (*fn)(void*), void* ctx, FILE* fp);
 
 namespace {
 
-size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
-    auto real = lazy(real_fread_unlocked, "fread_unlocked");
-    const size_t want = size * n;
-    auto* out = static_cast<char*>(p);
-    if (locked) flockfile(fp);
+// glibc's flag for __fsetlocking(FSETLOCKING_BYCALLER): its fread takes no
+// lock then, and neither does the wrapper.
+constexpr int kUserLock = 0x8000;
+
+// The stream's fd, if a refill could ever wait on it (not at EOF, not wide,
+// not reading back an ungetc), or -1.
+int stream_fd(FILE* fp) noexcept {
+    const volatile FILE* f = fp;
+    if ((f->_flags & kNoWait) != 0 || f->_mode > 0) return -1;
+    return f->_fileno;
+}
+
+// The bytes to ask fread for after a wait found `queued` in the pipe.
+size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexcept {
+    if (queued <= 0) return 1;  // not ready: the real call waits for one byte
+    size_t piece = static_cast<size_t>(queued) < left ? static_cast<size_t>(queued) : left;
+    // glibc reads straight into the caller's buffer only whole blocks (of
+    // the buffer's size, when that is at least 128 bytes); a tail would
+    // cost a second read.
+    const std::ptrdiff_t block = f->_IO_buf_end - f->_IO_buf_base;
+    if (f->_IO_buf_base != nullptr && block >= 128 && piece >= static_cast<size_t>(block))
+        piece -= piece % static_cast<size_t>(block);
+    return piece;
+}
+
+struct Pieces {
+    char* out;
+    size_t want;
+    FILE* fp;
     size_t got = 0;
-    while (got < want) {
+};
+
+void read_pieces(void* ctx) {
+    auto& job = *static_cast<Pieces*>(ctx);
+    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    FILE* fp = job.fp;
+    while (job.got < job.want) {
         const volatile FILE* f = fp;
+        const size_t left = job.want - job.got;
         const std::ptrdiff_t buffered = f->_IO_read_end - f->_IO_read_ptr;
         if (buffered > 0) {
-            const size_t piece = want - got < static_cast<size_t>(buffered)
-                                     ? want - got
-                                     : static_cast<size_t>(buffered);
-            got += real(out + got, 1, piece, fp);
+            const size_t piece =
+                left < static_cast<size_t>(buffered) ? left : static_cast<size_t>(buffered);
+            job.got += real(job.out + job.got, 1, piece, fp);
             continue;
         }
         const int fd = refill_fd(fp);
         if (fd < 0) {
-            got += real(out + got, 1, want - got, fp);
-            break;
+            job.got += real(job.out + job.got, 1, left, fp);
+            return;
         }
         const int saved = errno;
         Plan plan = before_ready(fd, Dir::Read, Via::Stdio);
@@ -136,65 +184,98 @@ size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
             after_call(plan, -EINTR);
             fp->_flags |= _IO_ERR_SEEN;
             errno = EINTR;
-            break;
+            return;
         }
         errno = saved;
         // The piece's result is a byte count, as a read's: the counters and
         // the policy get it as such.
         plan.per_call = false;
-        // Ready: what the pipe holds comes back at once. Still empty (the
-        // budget ran out, EOF, a non-blocking fd): the real call waits for
-        // one byte, and glibc's refill brings whatever the pipe has then.
-        const long queued = plan.dir != nullptr ? sys::fionread(fd) : 0;
-        const size_t piece = queued <= 0 ? 1
-                             : static_cast<size_t>(queued) < want - got
-                                 ? static_cast<size_t>(queued)
-                                 : want - got;
-        const size_t r = real(out + got, 1, piece, fp);
-        got += r;
+        // What the pipe holds (a fd that is no pipe now: -ENOTTY, one byte).
+        const long queued = sys::fionread(fd);
+        const size_t piece = piece_after_wait(f, queued, left);
+        const size_t r = real(job.out + job.got, 1, piece, fp);
+        job.got += r;
         if (plan.dir != nullptr) {
             const int e = errno;
             after_call(plan, static_cast<long>(r));
             errno = e;
         }
-        if (r < piece) break;  // EOF or an error: the flags and errno are the real call's
+        if (r < piece) return;  // EOF or an error: the flags and errno are the real call's
     }
-    if (locked) funlockfile(fp);
-    return got / size;
+}
+
+// One real fread (fread, fread_unlocked or a fortified form, as called),
+// with one wait before it when the buffer is empty: counted in bytes, as
+// the pieces are.
+template <class Call>
+size_t fread_whole(FILE* fp, size_t size, Call&& call) {
+    const int fd = refill_fd(fp);
+    if (fd < 0) return call();
+    const int saved = errno;
+    Plan plan = before_ready(fd, Dir::Read, Via::Stdio);
+    if (plan.action == Plan::Action::Interrupted) {
+        after_call(plan, -EINTR);
+        flockfile(fp);
+        fp->_flags |= _IO_ERR_SEEN;
+        funlockfile(fp);
+        errno = EINTR;
+        return 0;
+    }
+    plan.per_call = false;
+    errno = saved;
+    const size_t r = call();
+    if (plan.dir != nullptr) {
+        const int e = errno;
+        after_call(plan, static_cast<long>(r * size));
+        errno = e;
+    }
+    return r;
 }
 
 // An unbuffered stream reads straight into the caller's buffer: pieces of
-// one byte would cost a read each, so it goes to libc whole.
-bool fread_waits(size_t size, size_t n, FILE* fp) noexcept {
-    return engaged() && fp != nullptr && size != 0 && n != 0 && n <= SIZE_MAX / size &&
-           (fp->_flags & kUnbuffered) == 0;
+// one byte would cost a read each, so it goes to libc as it is.
+template <class Call>
+size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& call) {
+    if (!engaged() || fp == nullptr || size == 0 || n == 0 || n > SIZE_MAX / size ||
+        (fp->_flags & kUnbuffered) != 0)
+        return call();
+    const int fd = stream_fd(fp);
+    if (fd < 0) return call();
+    if (!may_spin(fd, Dir::Read)) return fread_whole(fp, size, call);
+    Pieces job{static_cast<char*>(p), size * n, fp};
+    if (locked && (fp->_flags & kUserLock) == 0)
+        pipespin_call_stream_locked(read_pieces, &job, fp);
+    else
+        read_pieces(&job);
+    return job.got / size;
 }
 
 }  // namespace
 
 PIPESPIN_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp)) return lazy(real_fread, "fread")(p, size, n, fp);
-    return fread_pieces(p, size, n, fp, true);
+    auto real = lazy(real_fread, "fread");
+    return do_fread(p, size, n, fp, true, [&] { return real(p, size, n, fp); });
 }
 
 PIPESPIN_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp))
-        return lazy(real_fread_unlocked, "fread_unlocked")(p, size, n, fp);
-    return fread_pieces(p, size, n, fp, false);
+    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    return do_fread(p, size, n, fp, false, [&] { return real(p, size, n, fp); });
 }
 
 // The fortified forms check the destination's size first: a call that would
 // fail that check goes to them as it is.
 PIPESPIN_EXPORT size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp) || size * n > plen)
-        return lazy(real___fread_chk, "__fread_chk")(p, plen, size, n, fp);
-    return fread_pieces(p, size, n, fp, true);
+    auto real = lazy(real___fread_chk, "__fread_chk");
+    auto call = [&] { return real(p, plen, size, n, fp); };
+    if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
+    return do_fread(p, size, n, fp, true, call);
 }
 
 PIPESPIN_EXPORT size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp) || size * n > plen)
-        return lazy(real___fread_unlocked_chk, "__fread_unlocked_chk")(p, plen, size, n, fp);
-    return fread_pieces(p, size, n, fp, false);
+    auto real = lazy(real___fread_unlocked_chk, "__fread_unlocked_chk");
+    auto call = [&] { return real(p, plen, size, n, fp); };
+    if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
+    return do_fread(p, size, n, fp, false, call);
 }
 
 // ---- fgets ------------------------------------------------------------------
