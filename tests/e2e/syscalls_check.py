@@ -108,9 +108,9 @@ def normalize_args(name, args):
     prev = None
     while prev != args:
         prev = args
-        args = re.sub(r"\{[^{}]*\}", "{}", args)
-        args = re.sub(r"\[[^\[\]]*\]", "[]", args)
-    return args
+        args = re.sub(r"\{[^{}]*\}", "\x01", args)
+        args = re.sub(r"\[[^\[\]]*\]", "\x02", args)
+    return args.replace("\x01", "{}").replace("\x02", "[]")
 
 
 def parse(path):
