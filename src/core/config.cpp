@@ -323,6 +323,29 @@ bool class_match(std::string_view p, std::size_t& pi, char c) noexcept {
     return hit != negate;
 }
 
+// "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at
+// most 255); using adaptive".
+void warn_too_long(const char* name, const OptionSpec& spec, std::string_view start,
+                   std::size_t length, const Options& options, ConfigWarn warn,
+                   void* ctx) noexcept {
+    char msg[512];
+    Out o{msg, sizeof msg};
+    o.put(name);
+    o.put(": a value of ");
+    o.num(length);
+    o.put(" bytes starting '");
+    o.printable(trim(sub(start, 0, 32)));
+    o.put("' is too long (at most ");
+    o.num(EnvOverlay::kSlot - 1);
+    o.put("); using ");
+    char used[sizeof(TextValue::s)];
+    format_option_into(spec, options, used, sizeof used);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    o.printable(used, 100);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    warn(ctx, msg);
+}
+
 }  // namespace
 
 bool glob_match(std::string_view p, std::string_view t) noexcept {
@@ -495,6 +518,8 @@ void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
             ++n;
         }
         env.text[i][n] = '\0';
+        while (text[n] != '\0') ++n;
+        env.length[i] = n;
         env.set[i] = true;
     }
 }
@@ -507,6 +532,12 @@ unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sourc
     for (std::size_t i = 0; i < kOptionCount; ++i) {
         if (!env.set[i]) continue;
         const OptionSpec& spec = option_table()[i];
+        if (env.too_long(i)) {
+            ++problems;
+            if (warn != nullptr && env_name_into(spec, name, sizeof name))
+                warn_too_long(name, spec, env.text[i], env.length[i], options, warn, ctx);
+            continue;
+        }
         const ParseStatus status =
             apply_option(spec, env.text[i], options, warn ? why : nullptr, sizeof why);
         if (status == ParseStatus::Ok || status == ParseStatus::AboveMax ||

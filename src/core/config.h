@@ -118,12 +118,15 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
 
 // The PIPESPIN_* variables as read once at start-up, so that a live reload
 // can apply them again over the new file without calling getenv (which
-// another thread's setenv may race with). Values longer than a slot are cut
-// (no valid value is that long, so they stay invalid).
+// another thread's setenv may race with). A value that does not fit a slot
+// (no valid value is that long) is kept only as its length and first
+// bytes: apply_env() refuses it whole, as a bad value, never a cut one.
 struct EnvOverlay {
     static constexpr std::size_t kSlot = 256;
     bool set[kOptionCount] = {};
     char text[kOptionCount][kSlot] = {};
+    std::size_t length[kOptionCount] = {};  // the value's full length
+    bool too_long(std::size_t i) const noexcept { return length[i] >= kSlot; }
 };
 void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept;
 // Applies the captured values (a bad one keeps what the file or the default

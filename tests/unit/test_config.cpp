@@ -183,18 +183,64 @@ TEST_CASE("config: a bad environment value keeps the file's value", "[config]") 
     CHECK(contains(c.problems[1], "too long"));
 }
 
-TEST_CASE("config: captured environment values are bounded and stay invalid when cut", "[config]") {
+TEST_CASE("config: an over-long environment value is refused whole, not cut", "[config]") {
+    // Cut to its first 255 bytes, each of these would be a valid value.
     Env env;
-    env.vars["PIPESPIN_SPIN_US"] = std::string(1000, '9');
+    env.vars["PIPESPIN_MODE"] = "fixed" + std::string(300, ' ') + "junk";
+    env.vars["PIPESPIN_SPIN_US"] = std::string(300, '0') + "1";
+    env.vars["PIPESPIN_LOG_FILE"] = "/tmp/x.log" + std::string(300, ' ') + "junk";
     EnvOverlay overlay;
     capture_env(&Env::get, &env, overlay);
-    CHECK(overlay.set[idx("spin_us")]);
-    CHECK(std::string(overlay.text[idx("spin_us")]).size() == EnvOverlay::kSlot - 1);
-    CHECK_FALSE(overlay.set[idx("mode")]);
+    CHECK(overlay.set[idx("mode")]);
+    CHECK_FALSE(overlay.set[idx("probe")]);
     Options o;
     OptionSources s;
-    CHECK(apply_env(overlay, o, s, nullptr, nullptr) == 1);
-    CHECK(o.spin_us == spec("spin_us").max);  // clamped, as the full value would be
+    std::vector<std::string> problems;
+    CHECK(apply_env(overlay, o, s, collect, &problems) == 3);
+    CHECK(o.mode() == Mode::Adaptive);  // the default
+    CHECK(o.spin_us == 50);
+    CHECK(o.log_file.view() == "stderr");
+    CHECK(s.kind[idx("mode")] == SourceKind::Default);
+    REQUIRE(problems.size() == 3);
+    CHECK(problems[0] ==
+          "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at most 255); "
+          "using adaptive");
+    CHECK(problems[1] ==
+          "PIPESPIN_SPIN_US: a value of 301 bytes starting '00000000000000000000000000000000' is "
+          "too long (at most 255); using 50");
+    CHECK(problems[2] ==
+          "PIPESPIN_LOG_FILE: a value of 314 bytes starting '/tmp/x.log' is too long (at most "
+          "255); using 'stderr'");
+}
+
+TEST_CASE("config: an environment value of 255 bytes is whole", "[config]") {
+    Env env;
+    env.vars["PIPESPIN_MODE"] = std::string(250, ' ') + "fixed";
+    env.vars["PIPESPIN_SPIN_US"] = std::string(256, '0');
+    EnvOverlay overlay;
+    capture_env(&Env::get, &env, overlay);
+    Options o;
+    OptionSources s;
+    std::vector<std::string> problems;
+    CHECK(apply_env(overlay, o, s, collect, &problems) == 1);
+    CHECK(o.mode() == Mode::Fixed);
+    CHECK(s.kind[idx("mode")] == SourceKind::Env);
+    CHECK(o.spin_us == 50);
+    REQUIRE(problems.size() == 1);
+    CHECK(contains(problems[0], "PIPESPIN_SPIN_US: a value of 256 bytes"));
+}
+
+TEST_CASE("config: an over-long environment value keeps the file's value", "[config]") {
+    TempDir dir;
+    const std::string path = dir.write("l.conf", "mode = off\n");
+    Env env;
+    env.vars["PIPESPIN_MODE"] = "fixed" + std::string(300, ' ');
+    ConfigCheck c = check_config(path, true, kCat, &Env::get, &env, ::geteuid());
+    CHECK(c.options.mode() == Mode::Off);
+    CHECK(c.where[idx("mode")] == path + ":1");
+    REQUIRE(c.problem_count == 1);
+    CHECK(contains(c.problems[0], "PIPESPIN_MODE: a value of 305 bytes starting 'fixed'"));
+    CHECK(contains(c.problems[0], "using off"));
 }
 
 // ---- matching -----------------------------------------------------------------
