@@ -75,11 +75,14 @@ std::string_view base_name(std::string_view path) noexcept;
 
 // Applies the file's text to options: [global] lines, then the lines of
 // every section that matches `program`. Every line of every section is
-// checked, matching or not. `path` names the file in messages. Returns the
-// number of problems (0: the file is clean).
+// checked, matching or not. `path` names the file in messages. In a file
+// owned by root (`root_owned`), a path option (log_file, stats) must be
+// absolute: the file applies to every user's processes, setuid ones
+// included, and each would resolve a relative path in its own working
+// directory. Returns the number of problems (0: the file is clean).
 unsigned apply_config_text(std::string_view text, const char* path, const ProgramId& program,
-                           Options& options, OptionSources& sources, ConfigWarn warn,
-                           void* ctx) noexcept;
+                           bool root_owned, Options& options, OptionSources& sources,
+                           ConfigWarn warn, void* ctx) noexcept;
 
 // ---- the file --------------------------------------------------------------
 
@@ -100,6 +103,7 @@ struct FileStamp {
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_s = 0, ctime_s = 0;
     std::uint32_t mtime_ns = 0, ctime_ns = 0;
+    std::uint32_t uid = 0;  // the owner (a chown changes ctime too)
     bool operator==(const FileStamp&) const = default;
 };
 // The stamp of whatever is at path now (exists = false if nothing is).

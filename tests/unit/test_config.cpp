@@ -44,10 +44,10 @@ void collect(void* ctx, const char* message) {
 
 const ProgramId kCat{"/usr/bin/cat", "cat", "cat"};
 
-Parsed parse(const std::string& text, const ProgramId& program = kCat) {
+Parsed parse(const std::string& text, const ProgramId& program = kCat, bool root_owned = false) {
     Parsed p;
-    p.count =
-        apply_config_text(text, "t.conf", program, p.options, p.sources, collect, &p.problems);
+    p.count = apply_config_text(text, "t.conf", program, root_owned, p.options, p.sources, collect,
+                                &p.problems);
     return p;
 }
 
@@ -241,6 +241,47 @@ TEST_CASE("config: an over-long environment value keeps the file's value", "[con
     REQUIRE(c.problem_count == 1);
     CHECK(contains(c.problems[0], "PIPESPIN_MODE: a value of 305 bytes starting 'fixed'"));
     CHECK(contains(c.problems[0], "using off"));
+}
+
+TEST_CASE("config: a file owned by root names files by absolute paths only", "[config]") {
+    const std::string text =
+        "log_file = rel.log\nstats = ./s.jsonl\n[program cat]\nstats = s/%p.jsonl\n"
+        "[program other]\nlog_file = x.log\n";
+    Parsed root = parse(text, kCat, true);
+    CHECK(root.count == 4);  // the [program other] line is checked too
+    CHECK(root.options.log_file.view() == "stderr");
+    CHECK(root.options.stats.empty());
+    CHECK(root.sources.kind[idx("stats")] == SourceKind::Default);
+    REQUIRE(root.problems.size() == 4);
+    CHECK(root.problems[0] ==
+          "t.conf:1: log_file: relative path 'rel.log' refused in a file owned by root (each "
+          "process would resolve it in its own working directory); using 'stderr'");
+    CHECK(contains(root.problems[1], "t.conf:2: stats: relative path './s.jsonl' refused"));
+    CHECK(contains(root.problems[1], "using ''"));
+    CHECK(contains(root.problems[2], "t.conf:4: stats: relative path 's/%p.jsonl'"));
+    CHECK(contains(root.problems[3], "t.conf:6: log_file: relative path 'x.log'"));
+    // Absolute paths, stderr and empty are fine; so is anything in a user's file.
+    Parsed ok = parse("log_file = /var/log/p.log\nstats = stderr\nstats =\n", kCat, true);
+    CHECK(ok.count == 0);
+    CHECK(ok.options.log_file.view() == "/var/log/p.log");
+    Parsed user = parse(text, kCat, false);
+    CHECK(user.count == 0);
+    CHECK(user.options.log_file.view() == "rel.log");
+    CHECK(user.options.stats.view() == "s/%p.jsonl");
+}
+
+TEST_CASE("config: the loader knows who owns the file", "[config]") {
+    TempDir dir;
+    const std::string path = dir.write("o.conf", "stats = rel.jsonl\n");
+    ConfigCheck c = check_config(path, true, kCat, nullptr, nullptr, ::geteuid());
+    if (::geteuid() == 0) {
+        REQUIRE(c.problem_count == 1);
+        CHECK(contains(c.problems[0], "o.conf:1: stats: relative path 'rel.jsonl' refused"));
+        CHECK(c.options.stats.empty());
+    } else {
+        CHECK(c.problem_count == 0);
+        CHECK(c.options.stats.view() == "rel.jsonl");
+    }
 }
 
 // ---- matching -----------------------------------------------------------------
