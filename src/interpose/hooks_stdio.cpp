@@ -110,12 +110,13 @@ bool getdelim_reads(char** line, size_t* n) noexcept {
 // not spin on now) the fread goes to libc whole, so that libc reads the bulk
 // straight into the caller's buffer as it always does.
 //
-// Pieces cost no read() beyond libc's own: a piece that is a whole number of
-// the stream's blocks (glibc reads those straight into the caller's buffer)
-// is one read of exactly what is queued; a smaller one is one refill of the
-// stream's buffer. So a piece is what the pipe holds, cut down to whole
-// blocks when there is at least one, and the tail waits in the pipe for the
-// next piece (which finds it at once, with whatever came since).
+// A piece costs one read(): a whole number of the stream's blocks (glibc
+// reads those straight into the caller's buffer) is one read of exactly what
+// is queued, and less than a block one refill of the stream's buffer. So a
+// piece is what the pipe holds, cut down to whole blocks when there is at
+// least one, and the tail waits in the pipe for the next piece (which finds
+// it at once, with whatever came since); only the last piece of the fread,
+// all of it queued, is read as glibc would read it.
 //
 // A thread cancelled inside a wait or inside the real read must not leave
 // the stream locked: glibc's fread releases its lock then, and the next use
@@ -141,10 +142,12 @@ int stream_fd(FILE* fp) noexcept {
 // The bytes to ask fread for after a wait found `queued` in the pipe.
 size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexcept {
     if (queued <= 0) return 1;  // not ready: the real call waits for one byte
-    size_t piece = static_cast<size_t>(queued) < left ? static_cast<size_t>(queued) : left;
+    if (static_cast<size_t>(queued) >= left) return left;  // the last piece: as glibc reads it
     // glibc reads straight into the caller's buffer only whole blocks (of
-    // the buffer's size, when that is at least 128 bytes); a tail would
-    // cost a second read.
+    // the buffer's size, when that is at least 128 bytes) and refills its
+    // buffer for the tail, a second read: the tail waits in the pipe for
+    // the next piece instead, with whatever comes meanwhile.
+    size_t piece = static_cast<size_t>(queued);
     const std::ptrdiff_t block = f->_IO_buf_end - f->_IO_buf_base;
     if (f->_IO_buf_base != nullptr && block >= 128 && piece >= static_cast<size_t>(block))
         piece -= piece % static_cast<size_t>(block);
