@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/engine.h"
 #include "interpose/real.h"
@@ -65,8 +66,10 @@ int refill_fd(FILE* fp) noexcept {
     return f->_fileno;
 }
 
+// `unit`: 0 where a call's progress is counted per call (a line, a
+// character); fread's size, where it is counted in bytes, as a read's.
 template <class R, class Call>
-R stdio_read(FILE* fp, bool locked, R failed, Call&& call) {
+R stdio_read(FILE* fp, bool locked, R failed, Call&& call, std::size_t unit = 0) {
     const int fd = engaged() ? refill_fd(fp) : -1;
     if (fd < 0) return call();
     const int saved = errno;
@@ -83,7 +86,14 @@ R stdio_read(FILE* fp, bool locked, R failed, Call&& call) {
     R r = call();
     if (plan.dir != nullptr) {
         const int e = errno;
-        after_call(plan, r == failed ? 0 : 1);
+        long progress = r == failed ? 0 : 1;
+        if constexpr (std::is_integral_v<R>) {
+            if (unit != 0) {
+                plan.per_call = false;
+                progress = static_cast<long>(r * unit);
+            }
+        }
+        after_call(plan, progress);
         errno = e;
     }
     return r;
@@ -207,34 +217,6 @@ void read_pieces(void* ctx) {
     }
 }
 
-// One real fread (fread, fread_unlocked or a fortified form, as called),
-// with one wait before it when the buffer is empty: counted in bytes, as
-// the pieces are.
-template <class Call>
-size_t fread_whole(FILE* fp, size_t size, Call&& call) {
-    const int fd = refill_fd(fp);
-    if (fd < 0) return call();
-    const int saved = errno;
-    Plan plan = before_ready(fd, Dir::Read, Via::Stdio);
-    if (plan.action == Plan::Action::Interrupted) {
-        after_call(plan, -EINTR);
-        flockfile(fp);
-        fp->_flags |= _IO_ERR_SEEN;
-        funlockfile(fp);
-        errno = EINTR;
-        return 0;
-    }
-    plan.per_call = false;
-    errno = saved;
-    const size_t r = call();
-    if (plan.dir != nullptr) {
-        const int e = errno;
-        after_call(plan, static_cast<long>(r * size));
-        errno = e;
-    }
-    return r;
-}
-
 // An unbuffered stream reads straight into the caller's buffer: pieces of
 // one byte would cost a read each, so it goes to libc as it is.
 template <class Call>
@@ -244,7 +226,9 @@ size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& ca
         return call();
     const int fd = stream_fd(fp);
     if (fd < 0) return call();
-    if (!may_spin(fd, Dir::Read)) return fread_whole(fp, size, call);
+    // One real fread (as called: locked, unlocked or fortified), with one
+    // wait before it when the buffer is empty.
+    if (!may_spin(fd, Dir::Read)) return stdio_read<size_t>(fp, locked, 0, call, size);
     Pieces job{static_cast<char*>(p), size * n, fp};
     if (locked && (fp->_flags & kUserLock) == 0)
         pipespin_call_stream_locked(read_pieces, &job, fp);
