@@ -194,6 +194,31 @@ case_log_dest() {
   python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock"
   log_dest "$work/sock" "not a regular file or a terminal"
   log_dest /dev/null "not a regular file or a terminal"
+  # A terminal is a log file: the messages appear on it, none on stderr.
+  python3 - "$lib" "$pingpong" >"$work/tty.out" 2>"$work/err" <<'PY' || fail "log_file on a terminal"
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+env = {k: v for k, v in os.environ.items() if not k.startswith("PIPESPIN_")}
+env.update(LD_PRELOAD=sys.argv[1], PIPESPIN_LOG="info", PIPESPIN_LOG_FILE=os.ttyname(slave))
+p = subprocess.run([sys.argv[2], "200"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, timeout=30)
+os.close(slave)
+out = b""
+while True:
+    try:
+        chunk = os.read(master, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+sys.stdout.write(out.decode(errors="replace"))
+sys.stderr.write(p.stderr.decode(errors="replace"))
+sys.exit(p.returncode)
+PY
+  [[ $(grep -c '^pipespin: info: exit pid=[0-9]* read: ' "$work/tty.out") -eq 2 ]] ||
+    fail "the exit reports belong on the terminal: $(cat "$work/tty.out")"
+  hasnt pipespin
 }
 
 case_relative() {
