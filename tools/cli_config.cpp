@@ -65,7 +65,9 @@ std::string example_text() {
                     "file that is not a regular file, is larger than {} bytes, is writable by "
                     "everybody, or by a group other than root's, or is owned by anybody but root "
                     "or the user running the program. A symlink is followed; the checks apply "
-                    "to the file it leads to.",
+                    "to the file it leads to. In a file owned by root, log_file and stats must "
+                    "be absolute paths (every user's process, setuid ones included, would "
+                    "resolve a relative one in its own working directory).",
                     kConfigMaxBytes));
     out += "#\n";
     para(
@@ -74,7 +76,9 @@ std::string example_text() {
         "then apply all of it again, to every fd. So a change takes effect within "
         "reload_ms of the next pipe wait: a process that never waits on a pipe never "
         "looks. Replace the file by rename(2) (as editors do) so that no process "
-        "reads half of it.");
+        "reads half of it. A process in mode off with nothing to report (no stats, "
+        "log below info) makes no system call of its own, so it never looks either: "
+        "it keeps mode off until it restarts.");
     out += "#\n";
     para(
         "This file is generated from the option table by `pipespin check-config "

@@ -118,11 +118,19 @@ struct Reporter {
 
 enum class Section : std::uint8_t { Global, Program, Ignored };
 
+// A text option's value that names a file by a relative path ("stderr" and
+// "" name none).
+bool relative_path(const OptionSpec& spec, std::string_view value) noexcept {
+    return spec.kind == OptionKind::Text && !value.empty() && value != "stderr" &&
+           value.front() != '/';
+}
+
 // One walk over the file. The checking walk reports every problem in every
 // section and applies [global]; the second walk applies the matching
 // [program] sections, silently (their problems were reported by the first).
 struct Walker {
     const ProgramId& program;
+    bool root_owned;
     Options& options;
     OptionSources& sources;
     Reporter& rep;
@@ -214,6 +222,20 @@ struct Walker {
         }
         const bool apply = section == Section::Global ? checking : (!checking && matches);
         if (!apply && !checking) return;
+        if (root_owned && relative_path(*spec, value)) {
+            if (checking)
+                rep.at(line, [&](Out& o) {
+                    o.put(spec->name);
+                    o.put(": relative path '");
+                    o.printable(value);
+                    o.put(
+                        "' refused in a file owned by root (each process would resolve it in its "
+                        "own working directory); using '");
+                    o.printable((options.*spec->text).view());
+                    o.put("'");
+                });
+            return;
+        }
         char why[256];
         ParseStatus status;
         if (apply) {
@@ -323,6 +345,29 @@ bool class_match(std::string_view p, std::size_t& pi, char c) noexcept {
     return hit != negate;
 }
 
+// "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at
+// most 255); using adaptive".
+void warn_too_long(const char* name, const OptionSpec& spec, std::string_view start,
+                   std::size_t length, const Options& options, ConfigWarn warn,
+                   void* ctx) noexcept {
+    char msg[512];
+    Out o{msg, sizeof msg};
+    o.put(name);
+    o.put(": a value of ");
+    o.num(length);
+    o.put(" bytes starting '");
+    o.printable(trim(sub(start, 0, 32)));
+    o.put("' is too long (at most ");
+    o.num(EnvOverlay::kSlot - 1);
+    o.put("); using ");
+    char used[sizeof(TextValue::s)];
+    format_option_into(spec, options, used, sizeof used);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    o.printable(used, 100);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    warn(ctx, msg);
+}
+
 }  // namespace
 
 bool glob_match(std::string_view p, std::string_view t) noexcept {
@@ -387,11 +432,11 @@ bool program_matches(std::string_view names, const ProgramId& program) noexcept 
 }
 
 unsigned apply_config_text(std::string_view text, const char* path, const ProgramId& program,
-                           Options& options, OptionSources& sources, ConfigWarn warn,
-                           void* ctx) noexcept {
+                           bool root_owned, Options& options, OptionSources& sources,
+                           ConfigWarn warn, void* ctx) noexcept {
     Reporter rep{path, warn, ctx};
-    Walker{program, options, sources, rep, true}.run(text);
-    Walker{program, options, sources, rep, false}.run(text);
+    Walker{program, root_owned, options, sources, rep, true}.run(text);
+    Walker{program, root_owned, options, sources, rep, false}.run(text);
     return rep.count;
 }
 
@@ -399,7 +444,7 @@ FileStamp stamp_path(const char* path) noexcept {
     FileStamp s;
     sys::FileInfo fi;
     if (sys::stat_path(path, fi) != 0) return s;
-    s = {true, fi.dev, fi.ino, fi.size, fi.mtime_s, fi.ctime_s, fi.mtime_ns, fi.ctime_ns};
+    s = {true, fi.dev, fi.ino, fi.size, fi.mtime_s, fi.ctime_s, fi.mtime_ns, fi.ctime_ns, fi.uid};
     return s;
 }
 
@@ -477,7 +522,8 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
         len = 0;
         return LoadStatus::TooLarge;
     }
-    stamp = {true, fi.dev, fi.ino, fi.size, fi.mtime_s, fi.ctime_s, fi.mtime_ns, fi.ctime_ns};
+    stamp = {true,       fi.dev,      fi.ino,      fi.size, fi.mtime_s,
+             fi.ctime_s, fi.mtime_ns, fi.ctime_ns, fi.uid};
     return LoadStatus::Ok;
 }
 
@@ -495,6 +541,8 @@ void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
             ++n;
         }
         env.text[i][n] = '\0';
+        while (text[n] != '\0') ++n;
+        env.length[i] = n;
         env.set[i] = true;
     }
 }
@@ -507,6 +555,12 @@ unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sourc
     for (std::size_t i = 0; i < kOptionCount; ++i) {
         if (!env.set[i]) continue;
         const OptionSpec& spec = option_table()[i];
+        if (env.too_long(i)) {
+            ++problems;
+            if (warn != nullptr && env_name_into(spec, name, sizeof name))
+                warn_too_long(name, spec, env.text[i], env.length[i], options, warn, ctx);
+            continue;
+        }
         const ParseStatus status =
             apply_option(spec, env.text[i], options, warn ? why : nullptr, sizeof why);
         if (status == ParseStatus::Ok || status == ParseStatus::AboveMax ||
@@ -539,8 +593,8 @@ unsigned resolve_options(const ResolveInput& in, Options& options, OptionSources
         const LoadStatus st =
             load_config_file(in.path, in.euid, in.buf, in.cap, len, stamp, why, sizeof why);
         if (st == LoadStatus::Ok) {
-            problems +=
-                apply_config_text({in.buf, len}, in.path, in.program, options, sources, warn, ctx);
+            problems += apply_config_text({in.buf, len}, in.path, in.program, stamp.uid == 0,
+                                          options, sources, warn, ctx);
         } else {
             // Whatever is there now, so that a re-check sees when it changes.
             stamp = stamp_path(in.path);

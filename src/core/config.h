@@ -75,11 +75,14 @@ std::string_view base_name(std::string_view path) noexcept;
 
 // Applies the file's text to options: [global] lines, then the lines of
 // every section that matches `program`. Every line of every section is
-// checked, matching or not. `path` names the file in messages. Returns the
-// number of problems (0: the file is clean).
+// checked, matching or not. `path` names the file in messages. In a file
+// owned by root (`root_owned`), a path option (log_file, stats) must be
+// absolute: the file applies to every user's processes, setuid ones
+// included, and each would resolve a relative path in its own working
+// directory. Returns the number of problems (0: the file is clean).
 unsigned apply_config_text(std::string_view text, const char* path, const ProgramId& program,
-                           Options& options, OptionSources& sources, ConfigWarn warn,
-                           void* ctx) noexcept;
+                           bool root_owned, Options& options, OptionSources& sources,
+                           ConfigWarn warn, void* ctx) noexcept;
 
 // ---- the file --------------------------------------------------------------
 
@@ -100,6 +103,7 @@ struct FileStamp {
     std::uint64_t dev = 0, ino = 0, size = 0;
     std::int64_t mtime_s = 0, ctime_s = 0;
     std::uint32_t mtime_ns = 0, ctime_ns = 0;
+    std::uint32_t uid = 0;  // the owner (a chown changes ctime too)
     bool operator==(const FileStamp&) const = default;
 };
 // The stamp of whatever is at path now (exists = false if nothing is).
@@ -118,12 +122,15 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
 
 // The PIPESPIN_* variables as read once at start-up, so that a live reload
 // can apply them again over the new file without calling getenv (which
-// another thread's setenv may race with). Values longer than a slot are cut
-// (no valid value is that long, so they stay invalid).
+// another thread's setenv may race with). A value that does not fit a slot
+// (no valid value is that long) is kept only as its length and first
+// bytes: apply_env() refuses it whole, as a bad value, never a cut one.
 struct EnvOverlay {
     static constexpr std::size_t kSlot = 256;
     bool set[kOptionCount] = {};
     char text[kOptionCount][kSlot] = {};
+    std::size_t length[kOptionCount] = {};  // the value's full length
+    bool too_long(std::size_t i) const noexcept { return length[i] >= kSlot; }
 };
 void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept;
 // Applies the captured values (a bad one keeps what the file or the default

@@ -365,7 +365,7 @@ FreshPrior::Lane& lane_of(const FdInfo& info, Dir dir) noexcept {
 // Begun): the fd's state and the budget now, or a null state when the real
 // call is all there is to do.
 Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
-    if (n == 0) return {};
+    if (n == 0 || g_runtime.inert.load(std::memory_order_relaxed)) return {};
     const FdInfo info = g_table.lookup(fd, classifier());
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
@@ -458,6 +458,10 @@ void after_fork_child(bool counters_read) noexcept {
 Runtime& runtime() noexcept {
     return g_runtime;
 }
+
+void note_pipe(int rfd, int wfd) noexcept {
+    if (!g_runtime.inert.load(std::memory_order_relaxed)) g_table.set_pipe(rfd, wfd);
+}
 FdTable& fd_table() noexcept {
     return g_table;
 }
@@ -502,6 +506,7 @@ void configure(const Options& o, int usable_cpus) noexcept {
     const bool may_spin = o.mode() != Mode::Off && o.spin_us != 0 && usable_cpus >= 2 &&
                           (o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0);
     update(g_runtime.classify, may_spin || !o.stats.empty());
+    update(g_runtime.inert, o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info);
     // A changed period starts counting now; the first check of all comes at
     // the first chance (reload_next_ns 0), since the file may have changed
     // since it was read.
@@ -549,6 +554,18 @@ Plan continue_read(Begun b, int fd, void* buf, std::size_t n) {
 
 Plan continue_write(Begun b, int fd, const void* buf, std::size_t n) {
     return wait_io(b, fd, Dir::Write, const_cast<void*>(buf), n);
+}
+
+bool may_spin(int fd, Dir dir) noexcept {
+    const PolicyParams params = g_runtime.params();
+    if (never_spins(g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed),
+                    params))
+        return false;
+    const FdInfo info = g_table.lookup(fd, classifier());
+    if (!info.can(dir)) return false;
+    const std::uint64_t b =
+        budget_for(info.state->dir[static_cast<int>(dir)], params, lane_of(info, dir));
+    return b != 0 && b != SpinPolicy::kWatchOnly;
 }
 
 Plan before_read(int fd, void* buf, std::size_t n) {
@@ -727,6 +744,7 @@ bool known_pipe_below(int nfds) noexcept {
 // straight through (and may be the one that writes the interval line, as
 // for poll).
 bool set_waits_off(const PolicyParams& params) noexcept {
+    if (g_runtime.inert.load(std::memory_order_relaxed)) return true;
     if (!never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) return false;
     slow_path_hooks();
     return true;
@@ -737,7 +755,8 @@ bool set_waits_off(const PolicyParams& params) noexcept {
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     Plan plan;
     plan.timeout_ms = timeout_ms;
-    if (timeout_ms == 0 || nfds == 0) return plan;
+    if (timeout_ms == 0 || nfds == 0 || g_runtime.inert.load(std::memory_order_relaxed))
+        return plan;
     const PolicyParams params = g_runtime.params();
     if (never_spins(g_runtime.spin_poll.load(std::memory_order_relaxed), params)) {
         slow_path_hooks();
@@ -892,7 +911,7 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
 }
 
 void note_epoll_ctl(int epfd, int op, int fd, std::uint32_t events) noexcept {
-    if (epfd < 0 || fd < 0) return;
+    if (epfd < 0 || fd < 0 || g_runtime.inert.load(std::memory_order_relaxed)) return;
     std::atomic<std::uint64_t>* aux = g_table.aux(epfd, op == EPOLL_CTL_ADD);
     if (aux == nullptr) return;
     std::atomic<std::uint64_t>& slot = *aux;

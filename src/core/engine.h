@@ -74,6 +74,13 @@ struct Runtime {
     // Otherwise no one reads them, and a call that does not spin is counted
     // before its real call (see settle_early in engine.cpp).
     std::atomic<bool> count_bytes{!kDefaults.stats.empty()};
+    // Mode off, and nobody reads the counters (no statistics lines, log
+    // below info): no call has anything to do, so none looks at its fd,
+    // counts, records a new pipe or runs the slow-path hooks. The process
+    // then makes exactly the system calls it would make without the shim
+    // (after start-up); the price is that it never looks for a changed
+    // config file either (restart it to turn the shim on).
+    std::atomic<bool> inert{false};
     WakeEstimate wake;
     FreshPrior prior;  // what the first waits of fresh fds taught the process
     // Unknown fds are classified (a few syscalls, once per fd): only when
@@ -86,7 +93,7 @@ struct Runtime {
     std::atomic<std::uint64_t> stats_period_ns{0};
     std::atomic<std::uint64_t> stats_next_ns{0};
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
-    std::atomic<std::uint64_t> reload_next_ns{0};  // 0: at the first chance
+    std::atomic<std::uint64_t> reload_next_ns{0};               // 0: at the first chance
     std::atomic<ReloadHook> reload_hook{nullptr};
     std::atomic<SpinHook> spin_hook{nullptr};
 
@@ -96,6 +103,9 @@ struct Runtime {
 Runtime& runtime() noexcept;
 // The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;
+// pipe()/pipe2() made these fds: the table records them (not in an inert
+// process, which tracks nothing: see Runtime::inert).
+void note_pipe(int rfd, int wfd) noexcept;
 
 // Applies resolved options to every fd (at start-up and on a live reload).
 // A change of mode or spin_us restarts what adaptive mode learnt.
@@ -133,6 +143,10 @@ Plan continue_read(Begun b, int fd, void* buf, std::size_t n);
 Plan continue_write(Begun b, int fd, const void* buf, std::size_t n);
 // Both steps at once.
 Plan before_read(int fd, void* buf, std::size_t n);
+// Could a wait on fd for `dir` spin now (a tracked pipe, spinning on in
+// that direction, the policy's budget for the fd not 0)? For stdio, which
+// splits a large fread into waits only when one could spin.
+bool may_spin(int fd, Dir dir) noexcept;
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);

@@ -51,11 +51,14 @@ constexpr OptionSpec kTable[] = {
            "what the shim reports: warnings by default; info adds an exit summary per "
            "process, debug the resolved settings at start-up; off silences even warnings"),
     text("log_file", &Options::log_file, "stderr|PATH",
-         "where the shim's messages go: stderr, or a file they are appended to (created "
-         "0600, never through a symlink), for programs whose stderr must stay clean"),
+         "where the shim's messages go: stderr, or a file they are appended to (a regular "
+         "file or a terminal, created 0600, never through a symlink; an absolute path in a "
+         "file owned by root), for programs whose stderr must stay clean"),
     text("stats", &Options::stats, "stderr|PATH",
-         "where each process appends its statistics as one JSON line at exit (a path may "
-         "hold %p for the pid); empty: no statistics"),
+         "where each process appends its statistics as one JSON line at exit (a regular "
+         "file; a path may hold %p for the pid, and is absolute in a file owned by root); "
+         "empty: no statistics. A file that cannot be written is reported once, in log_file "
+         "when one is set"),
     number("stats_interval", &Options::stats_interval, 0, 86400, "s",
            "also write a statistics line every this many seconds from long-running "
            "processes; 0: only at exit"),

@@ -92,8 +92,8 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     return finish<int>(plan, -1, saved, [&](int) { return real_poll(fds, nfds, plan.timeout_ms); });
 }
 
-void note_pipe(int r, const int* fds) noexcept {
-    if (r == 0) fd_table().set_pipe(fds[0], fds[1]);
+void note_new_pipe(int r, const int* fds) noexcept {
+    if (r == 0) note_pipe(fds[0], fds[1]);
 }
 
 // newfd is a duplicate of oldfd now: the same file, so what the table knew
@@ -120,7 +120,7 @@ PIPESPIN_EXPORT int pipe(int fds[2]) noexcept {
     int r = real_pipe != nullptr
                 ? real_pipe(fds)
                 : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), 0)));
-    note_pipe(r, fds);
+    note_new_pipe(r, fds);
     return r;
 }
 
@@ -129,7 +129,7 @@ PIPESPIN_EXPORT int pipe2(int fds[2], int flags) noexcept {
         real_pipe2 != nullptr
             ? real_pipe2(fds, flags)
             : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), flags)));
-    note_pipe(r, fds);
+    note_new_pipe(r, fds);
     return r;
 }
 

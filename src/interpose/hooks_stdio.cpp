@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/engine.h"
 #include "interpose/real.h"
@@ -65,8 +66,10 @@ int refill_fd(FILE* fp) noexcept {
     return f->_fileno;
 }
 
+// `unit`: 0 where a call's progress is counted per call (a line, a
+// character); fread's size, where it is counted in bytes, as a read's.
 template <class R, class Call>
-R stdio_read(FILE* fp, bool locked, R failed, Call&& call) {
+R stdio_read(FILE* fp, bool locked, R failed, Call&& call, std::size_t unit = 0) {
     const int fd = engaged() ? refill_fd(fp) : -1;
     if (fd < 0) return call();
     const int saved = errno;
@@ -83,7 +86,14 @@ R stdio_read(FILE* fp, bool locked, R failed, Call&& call) {
     R r = call();
     if (plan.dir != nullptr) {
         const int e = errno;
-        after_call(plan, r == failed ? 0 : 1);
+        long progress = r == failed ? 0 : 1;
+        if constexpr (std::is_integral_v<R>) {
+            if (unit != 0) {
+                plan.per_call = false;
+                progress = static_cast<long>(r * unit);
+            }
+        }
+        after_call(plan, progress);
         errno = e;
     }
     return r;
@@ -99,35 +109,86 @@ bool getdelim_reads(char** line, size_t* n) noexcept {
 //
 // An fread of more than the stream has buffered reads the rest inside libc,
 // waiting there each time the pipe runs dry (sort and zstd read 128 KiB at a
-// time). So the wrapper reads it in pieces, under the stream's lock as
-// fread holds it: what is buffered, then, after each wait, what the pipe
-// holds (FIONREAD), which the real fread_unlocked returns without blocking.
-// When a wait ends with the pipe still empty, the real call waits for one
-// byte (there the kernel decides EOF, EAGAIN, EINTR). The result is the same
-// bytes, count, flags and errno as one real fread; only the reads differ.
+// time). Where a wait could spin (may_spin: a tracked pipe, and the policy
+// would spin on it now), the wrapper reads it in pieces, under the stream's
+// lock as fread holds it: what is buffered, then, after each wait, what the
+// pipe holds (FIONREAD), which the real fread_unlocked returns without
+// blocking. When a wait ends with the pipe still empty, the real call waits
+// for one byte (there the kernel decides EOF, EAGAIN, EINTR). The result is
+// the same bytes, count, flags and errno as one real fread; only the reads
+// differ. Everywhere else (regular files, mode off, a pipe the policy does
+// not spin on now) the fread goes to libc whole, so that libc reads the bulk
+// straight into the caller's buffer as it always does.
+//
+// A piece costs one read(): a whole number of the stream's blocks (glibc
+// reads those straight into the caller's buffer) is one read of exactly what
+// is queued, and less than a block one refill of the stream's buffer. So a
+// piece is what the pipe holds, cut down to whole blocks when there is at
+// least one, and the tail waits in the pipe for the next piece (which finds
+// it at once, with whatever came since); only the last piece of the fread,
+// all of it queued, is read as glibc would read it.
+//
+// A thread cancelled inside a wait or inside the real read must not leave
+// the stream locked: glibc's fread releases its lock then, and the next use
+// of the FILE would deadlock. The lock is taken and released in C
+// (platform/cancel.c), with a clean-up that runs when the thread unwinds.
+
+extern "C" void pipespin_call_stream_locked(void (*fn)(void*), void* ctx, FILE* fp);
 
 namespace {
 
-size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
-    auto real = lazy(real_fread_unlocked, "fread_unlocked");
-    const size_t want = size * n;
-    auto* out = static_cast<char*>(p);
-    if (locked) flockfile(fp);
+// glibc's flag for __fsetlocking(FSETLOCKING_BYCALLER): its fread takes no
+// lock then, and neither does the wrapper.
+constexpr int kUserLock = 0x8000;
+
+// The stream's fd, if a refill could ever wait on it (not at EOF, not wide,
+// not reading back an ungetc), or -1.
+int stream_fd(FILE* fp) noexcept {
+    const volatile FILE* f = fp;
+    if ((f->_flags & kNoWait) != 0 || f->_mode > 0) return -1;
+    return f->_fileno;
+}
+
+// The bytes to ask fread for after a wait found `queued` in the pipe.
+size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexcept {
+    if (queued <= 0) return 1;  // not ready: the real call waits for one byte
+    if (static_cast<size_t>(queued) >= left) return left;  // the last piece: as glibc reads it
+    // glibc reads straight into the caller's buffer only whole blocks (of
+    // the buffer's size, when that is at least 128 bytes) and refills its
+    // buffer for the tail, a second read: the tail waits in the pipe for
+    // the next piece instead, with whatever comes meanwhile.
+    size_t piece = static_cast<size_t>(queued);
+    const std::ptrdiff_t block = f->_IO_buf_end - f->_IO_buf_base;
+    if (f->_IO_buf_base != nullptr && block >= 128 && piece >= static_cast<size_t>(block))
+        piece -= piece % static_cast<size_t>(block);
+    return piece;
+}
+
+struct Pieces {
+    char* out;
+    size_t want;
+    FILE* fp;
     size_t got = 0;
-    while (got < want) {
+};
+
+void read_pieces(void* ctx) {
+    auto& job = *static_cast<Pieces*>(ctx);
+    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    FILE* fp = job.fp;
+    while (job.got < job.want) {
         const volatile FILE* f = fp;
+        const size_t left = job.want - job.got;
         const std::ptrdiff_t buffered = f->_IO_read_end - f->_IO_read_ptr;
         if (buffered > 0) {
-            const size_t piece = want - got < static_cast<size_t>(buffered)
-                                     ? want - got
-                                     : static_cast<size_t>(buffered);
-            got += real(out + got, 1, piece, fp);
+            const size_t piece =
+                left < static_cast<size_t>(buffered) ? left : static_cast<size_t>(buffered);
+            job.got += real(job.out + job.got, 1, piece, fp);
             continue;
         }
         const int fd = refill_fd(fp);
         if (fd < 0) {
-            got += real(out + got, 1, want - got, fp);
-            break;
+            job.got += real(job.out + job.got, 1, left, fp);
+            return;
         }
         const int saved = errno;
         Plan plan = before_ready(fd, Dir::Read, Via::Stdio);
@@ -136,65 +197,72 @@ size_t fread_pieces(void* p, size_t size, size_t n, FILE* fp, bool locked) {
             after_call(plan, -EINTR);
             fp->_flags |= _IO_ERR_SEEN;
             errno = EINTR;
-            break;
+            return;
         }
         errno = saved;
         // The piece's result is a byte count, as a read's: the counters and
         // the policy get it as such.
         plan.per_call = false;
-        // Ready: what the pipe holds comes back at once. Still empty (the
-        // budget ran out, EOF, a non-blocking fd): the real call waits for
-        // one byte, and glibc's refill brings whatever the pipe has then.
-        const long queued = plan.dir != nullptr ? sys::fionread(fd) : 0;
-        const size_t piece = queued <= 0 ? 1
-                             : static_cast<size_t>(queued) < want - got
-                                 ? static_cast<size_t>(queued)
-                                 : want - got;
-        const size_t r = real(out + got, 1, piece, fp);
-        got += r;
+        // What the pipe holds (a fd that is no pipe now: -ENOTTY, one byte).
+        const long queued = sys::fionread(fd);
+        const size_t piece = piece_after_wait(f, queued, left);
+        const size_t r = real(job.out + job.got, 1, piece, fp);
+        job.got += r;
         if (plan.dir != nullptr) {
             const int e = errno;
             after_call(plan, static_cast<long>(r));
             errno = e;
         }
-        if (r < piece) break;  // EOF or an error: the flags and errno are the real call's
+        if (r < piece) return;  // EOF or an error: the flags and errno are the real call's
     }
-    if (locked) funlockfile(fp);
-    return got / size;
 }
 
 // An unbuffered stream reads straight into the caller's buffer: pieces of
-// one byte would cost a read each, so it goes to libc whole.
-bool fread_waits(size_t size, size_t n, FILE* fp) noexcept {
-    return engaged() && fp != nullptr && size != 0 && n != 0 && n <= SIZE_MAX / size &&
-           (fp->_flags & kUnbuffered) == 0;
+// one byte would cost a read each, so it goes to libc as it is.
+template <class Call>
+size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& call) {
+    if (!engaged() || fp == nullptr || size == 0 || n == 0 || n > SIZE_MAX / size ||
+        (fp->_flags & kUnbuffered) != 0)
+        return call();
+    const int fd = stream_fd(fp);
+    if (fd < 0) return call();
+    // One real fread (as called: locked, unlocked or fortified), with one
+    // wait before it when the buffer is empty.
+    if (!may_spin(fd, Dir::Read)) return stdio_read<size_t>(fp, locked, 0, call, size);
+    Pieces job{static_cast<char*>(p), size * n, fp};
+    if (locked && (fp->_flags & kUserLock) == 0)
+        pipespin_call_stream_locked(read_pieces, &job, fp);
+    else
+        read_pieces(&job);
+    return job.got / size;
 }
 
 }  // namespace
 
 PIPESPIN_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp)) return lazy(real_fread, "fread")(p, size, n, fp);
-    return fread_pieces(p, size, n, fp, true);
+    auto real = lazy(real_fread, "fread");
+    return do_fread(p, size, n, fp, true, [&] { return real(p, size, n, fp); });
 }
 
 PIPESPIN_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp))
-        return lazy(real_fread_unlocked, "fread_unlocked")(p, size, n, fp);
-    return fread_pieces(p, size, n, fp, false);
+    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    return do_fread(p, size, n, fp, false, [&] { return real(p, size, n, fp); });
 }
 
 // The fortified forms check the destination's size first: a call that would
 // fail that check goes to them as it is.
 PIPESPIN_EXPORT size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp) || size * n > plen)
-        return lazy(real___fread_chk, "__fread_chk")(p, plen, size, n, fp);
-    return fread_pieces(p, size, n, fp, true);
+    auto real = lazy(real___fread_chk, "__fread_chk");
+    auto call = [&] { return real(p, plen, size, n, fp); };
+    if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
+    return do_fread(p, size, n, fp, true, call);
 }
 
 PIPESPIN_EXPORT size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    if (!fread_waits(size, n, fp) || size * n > plen)
-        return lazy(real___fread_unlocked_chk, "__fread_unlocked_chk")(p, plen, size, n, fp);
-    return fread_pieces(p, size, n, fp, false);
+    auto real = lazy(real___fread_unlocked_chk, "__fread_unlocked_chk");
+    auto call = [&] { return real(p, plen, size, n, fp); };
+    if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
+    return do_fread(p, size, n, fp, false, call);
 }
 
 // ---- fgets ------------------------------------------------------------------

@@ -118,7 +118,6 @@ __attribute__((destructor)) void pipespin_fini() {
     if (!g_ready.load()) return;
     BusyScope busy;
     stats_exit();
-    stats_report_problems();
     write_exit_report();
 }
 
@@ -130,6 +129,7 @@ void before_stderr_closes() noexcept {
     // With PIPESPIN_STATS=stderr the exit line has nowhere to go later
     // either: it is written now, and only now (stats_exit() writes it once).
     if (stats_to_stderr()) stats_exit();
+    stats_before_stderr_closes();
     write_exit_report();
 }
 

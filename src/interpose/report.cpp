@@ -95,9 +95,11 @@ int open_destination() noexcept {
     const long fd = sys::open_append(path);
     if (fd >= 0) return static_cast<int>(fd);
     if (!g_path_warned.exchange(true)) {
+        const char* why = fd == sys::kNotRegular ? "not a regular file or a terminal"
+                                                 : strerrorname_np(static_cast<int>(-fd));
         char line[kPathMax + 96];
-        std::snprintf(line, sizeof line,
-                      "cannot open log_file '%s' (errno %ld); messages go to stderr", path, -fd);
+        std::snprintf(line, sizeof line, "cannot use log_file '%s' (%s); messages go to stderr",
+                      path, why != nullptr ? why : "error");
         fallback(2, LogLevel::Warn, line);
     }
     return 2;

@@ -1,15 +1,14 @@
 #include "interpose/stats.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 
 #include <atomic>
-#include <cstdio>
 
 #include "core/engine.h"
+#include "core/out.h"
 #include "interpose/report.h"
 #include "platform/sys.h"
 
@@ -36,13 +35,15 @@ std::atomic<int> g_current{0};
 const Settled& settled() noexcept {
     return g_settled[g_current.load(std::memory_order_acquire)];
 }
-std::int64_t g_pid = 0;  // whose counters these are
+// Whose counters these are (a forked child without statistics keeps its
+// parent's until a reload turns them on: stats_resolve()).
+std::int64_t g_pid = 0;
 char g_program[64] = "";
 std::uint64_t g_start_ns = 0;  // monotonic
 std::uint64_t g_start_unix_us = 0;
 std::atomic<std::uint32_t> g_seq{0};
 std::atomic<bool> g_exit_written{false};
-std::atomic<int> g_last_errno{0};  // of a failed write, for the exit warning
+std::atomic<bool> g_warned{false};  // this process said its lines cannot be written
 
 std::uint64_t unix_us() noexcept {
     timespec ts;
@@ -57,28 +58,37 @@ void mark_start() noexcept {
     g_start_unix_us = unix_us();
     g_seq.store(0, kRelaxed);
     g_exit_written.store(false, kRelaxed);
+    g_warned.store(false, kRelaxed);
 }
 
 void interval_tick() noexcept {
     stats_write(StatsEvent::Interval);
 }
 
-// One line, one write(2). The destination is opened for each line: nothing
-// stays open in the host, and a file removed (rotated) meanwhile is created
-// afresh. O_NONBLOCK: a FIFO without a reader must not hang the host.
+// The destination, opened for one line (or 2 for stderr): nothing stays
+// open in the host, and a file removed (rotated) meanwhile is created
+// afresh. sys::open_append: a FIFO without a reader must not hang the host,
+// and only a regular file (or a terminal) takes the lines. Returns 0, an
+// errno, or kNotRegular.
+constexpr int kNotRegular = -1;
+
+int open_dest(const TextValue& dest, int& fd) noexcept {
+    fd = 2;
+    if (dest.view() == "stderr") return 0;
+    char path[sizeof(TextValue::s) + 32];
+    if (!expand_stats_path(dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
+    const long r = sys::open_append(path);
+    if (r == sys::kNotRegular) return kNotRegular;
+    if (r < 0) return static_cast<int>(-r);
+    fd = static_cast<int>(r);
+    return 0;
+}
+
+// One line, one write(2).
 int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept {
-    int fd = 2;
-    bool opened = false;
-    if (dest.view() != "stderr") {
-        char path[sizeof(TextValue::s) + 32];
-        if (!expand_stats_path(dest.view(), g_pid, path, sizeof path)) return ENAMETOOLONG;
-        long r = sys::raw(
-            SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0600);
-        if (r < 0) return static_cast<int>(-r);
-        fd = static_cast<int>(r);
-        opened = true;
-    }
+    int fd;
+    if (const int err = open_dest(dest, fd); err != 0) return err;
+    const bool opened = fd != 2;
     long w;
     do {
         w = sys::write(fd, line, n);
@@ -86,6 +96,25 @@ int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept 
     if (opened) sys::close(fd);
     if (w < 0) return static_cast<int>(-w);
     return static_cast<std::size_t>(w) == n ? 0 : EIO;  // a short write: the line is torn
+}
+
+// The first line that cannot be written says so, once per process, where
+// the shim's messages go (log_file when set, else stderr): at once, since
+// the process may not get another chance (it is about to exec, or its
+// stderr will be closed). Raw writes only: an _exit or an interval line
+// may come from inside a signal handler.
+void warn_unwritable(const TextValue& dest, int err) noexcept {
+    if (g_warned.exchange(true)) return;
+    char line[384];
+    Out o{line, sizeof line};
+    o.put("cannot write statistics to '");
+    o.printable(dest.view(), 240);
+    o.put("': ");
+    const char* name = err == kNotRegular ? nullptr : strerrorname_np(err);
+    o.put(err == kNotRegular ? "not a regular file or a terminal"
+          : name != nullptr  ? name
+                             : "error");
+    report::write(LogLevel::Warn, line, false);
 }
 
 }  // namespace
@@ -162,7 +191,10 @@ void stats_write(StatsEvent event) noexcept {
     char line[kStatsLineMax + 1];
     const std::size_t n = render_stats_line(line, sizeof line, h, now.config, snap);
     if (n == 0) return;
-    if (int err = write_line(now.dest, line, n); err != 0) g_last_errno.store(err, kRelaxed);
+    const int err = write_line(now.dest, line, n);
+    // An exec line's failure is left to the program it starts: the same pid,
+    // most often the same destination, and its own line and warning.
+    if (err != 0 && event != StatsEvent::Exec) warn_unwritable(now.dest, err);
 }
 
 void stats_exit() noexcept {
@@ -181,13 +213,17 @@ bool stats_to_stderr() noexcept {
     return g_enabled.load(std::memory_order_acquire) && settled().dest.view() == "stderr";
 }
 
-void stats_report_problems() noexcept {
-    const int err = g_last_errno.load(kRelaxed);
-    if (err == 0) return;
-    char line[384];
-    std::snprintf(line, sizeof line, "cannot write statistics to '%s': %s", settled().dest.s,
-                  strerrorname_np(err) != nullptr ? strerrorname_np(err) : "error");
-    report::write(LogLevel::Warn, line);
+void stats_before_stderr_closes() noexcept {
+    if (!g_enabled.load(std::memory_order_acquire) || g_warned.load(kRelaxed) ||
+        sys::raw(SYS_getpid) != g_pid)
+        return;
+    const Settled& now = settled();
+    int fd;
+    if (const int err = open_dest(now.dest, fd); err != 0) {
+        warn_unwritable(now.dest, err);
+    } else if (fd != 2) {
+        sys::close(fd);
+    }
 }
 
 }  // namespace pipespin::interpose

@@ -11,8 +11,9 @@
 //
 // Contract: nothing here allocates or takes a lock; the write path uses raw
 // syscalls only and is async-signal-safe (an exec or _exit may come from a
-// signal handler). Warnings about an unusable destination wait for the exit
-// in the destructor, which is never in a handler.
+// signal handler). A line that cannot be written is reported at once, once
+// per process, where the shim's messages go (report.h), also with raw
+// writes only.
 #pragma once
 
 #include "core/options.h"
@@ -42,7 +43,11 @@ void stats_exit() noexcept;
 bool stats_enabled() noexcept;
 // The lines go to the process's stderr (PIPESPIN_STATS=stderr).
 bool stats_to_stderr() noexcept;
-// In the destructor: one warning if a line could not be written.
-void stats_report_problems() noexcept;
+// The program is about to close its stderr (before_stderr_closes() in
+// real.h), after which a warning about the exit line would reach nobody
+// (without a log_file): the destination is tried now, as the exit line
+// will open it (a file is created, as that line would create it), and
+// reported now if it cannot be used.
+void stats_before_stderr_closes() noexcept;
 
 }  // namespace pipespin::interpose

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
+#include <termios.h>
 #include <unistd.h>
 
 namespace pipespin::sys {
@@ -181,9 +182,30 @@ long open_read(const char* path) noexcept {
                O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 }
 
+namespace {
+// A terminal: a character device that answers TCGETS.
+bool is_terminal(int fd) noexcept {
+    termios t;
+    return raw(SYS_ioctl, fd, TCGETS, reinterpret_cast<long>(&t)) == 0;
+}
+}  // namespace
+
 long open_append(const char* path) noexcept {
-    return raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-               O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0600);
+    FileInfo fi;
+    // A symlink is left to the open (ELOOP); nothing there, to its O_CREAT.
+    if (statx_into(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, fi) == 0 && !S_ISREG(fi.mode) &&
+        !S_ISCHR(fi.mode) && !S_ISLNK(fi.mode))
+        return kNotRegular;
+    const long fd =
+        raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+            O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0) return fd;
+    // What was opened, which may not be what the stat saw.
+    const bool ok = stat_fd(static_cast<int>(fd), fi) == 0 &&
+                    (S_ISREG(fi.mode) || (S_ISCHR(fi.mode) && is_terminal(static_cast<int>(fd))));
+    if (ok) return fd;
+    close(static_cast<int>(fd));
+    return kNotRegular;
 }
 
 long readlink(const char* path, char* buf, std::size_t size) noexcept {

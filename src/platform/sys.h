@@ -109,8 +109,15 @@ long stat_fd(int fd, FileInfo& info) noexcept;
 // open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK): a FIFO or a
 // device at the path cannot block the caller. The fd or -errno.
 long open_read(const char* path) noexcept;
-// open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
-// O_NOFOLLOW, 0600): for the log file. The fd or -errno.
+// The log file and the statistics file: path opened for appending (created
+// 0600 if missing), never through a symlink (ELOOP) and never blocking,
+// only if it is a regular file or a terminal. A FIFO without a reader is
+// ENXIO at the open, not a hang; anything else there (a FIFO somebody
+// reads, a directory, a socket, another device) is kNotRegular, found by a
+// stat before any open where it can be (a FIFO's reader never sees a
+// writer come and go) and checked again on the opened file. The fd, or
+// -errno, or kNotRegular.
+inline constexpr long kNotRegular = -4096;  // below every -errno
 long open_append(const char* path) noexcept;
 // readlink(2) without a terminating NUL: the length or -errno.
 long readlink(const char* path, char* buf, std::size_t size) noexcept;

@@ -152,8 +152,94 @@ EOF
   ln -s "$work/elsewhere" "$work/link.log"
   shim PIPESPIN_LOG=info PIPESPIN_LOG_FILE="$work/link.log" -- "$pingpong" 200
   [[ ! -e $work/elsewhere ]] || fail "the log went through a symlink"
-  has "^pipespin: warning: cannot open log_file '$work/link.log' \(errno 40\); messages go to stderr$"
+  has "^pipespin: warning: cannot use log_file '$work/link.log' \(ELOOP\); messages go to stderr$"
   has '^pipespin: info: exit pid=[0-9]+ read: '
+}
+
+# log_dest PATH WHY: PATH as log_file is refused: the program finishes (a
+# hang is a failure, not a timeout of the suite), its start-up warning and
+# both processes' exit reports are on stderr, with one warning saying why.
+log_dest() {
+  local path=$1 why=$2 status
+  timeout 30 env LD_PRELOAD="$lib" PIPESPIN_LOG=info PIPESPIN_SPIN_US=bogus \
+    PIPESPIN_LOG_FILE="$path" "$pingpong" 200 >"$work/out" 2>"$work/err"
+  status=$?
+  [[ $status -ne 124 ]] || fail "log_file $path: the program hung"
+  [[ $status -eq 0 ]] || fail "log_file $path: the program exited with status $status"
+  [[ $(count "^pipespin: warning: cannot use log_file '$path' \($why\); messages go to stderr$") -eq 1 ]] ||
+    fail "log_file $path: expected one warning saying '$why'"
+  has "^pipespin: warning: PIPESPIN_SPIN_US: bad value 'bogus'"
+  [[ $(count '^pipespin: info: exit pid=[0-9]+ read: ') -eq 2 ]] ||
+    fail "log_file $path: both exit reports belong on stderr"
+}
+
+case_log_dest() {
+  # Only a regular file (or a terminal) is a log file, and the open never
+  # blocks: a FIFO nobody reads hung every message (an open for writing
+  # waits for a reader).
+  mkfifo "$work/fifo"
+  log_dest "$work/fifo" "not a regular file or a terminal"
+  # A FIFO somebody reads is refused too, before it is opened: its reader
+  # sees no writer come and go.
+  mkfifo "$work/read.fifo"
+  cat "$work/read.fifo" >"$work/fifo.got" &
+  local reader=$!
+  log_dest "$work/read.fifo" "not a regular file or a terminal"
+  exec 3>"$work/read.fifo"  # let the reader end
+  exec 3>&-
+  wait "$reader"
+  [[ ! -s $work/fifo.got ]] || fail "messages went into a FIFO"
+  mkdir "$work/dir"
+  log_dest "$work/dir" "not a regular file or a terminal"
+  python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/sock"
+  log_dest "$work/sock" "not a regular file or a terminal"
+  log_dest /dev/null "not a regular file or a terminal"
+  # A terminal is a log file: the messages appear on it, none on stderr.
+  python3 - "$lib" "$pingpong" >"$work/tty.out" 2>"$work/err" <<'PY' || fail "log_file on a terminal"
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+env = {k: v for k, v in os.environ.items() if not k.startswith("PIPESPIN_")}
+env.update(LD_PRELOAD=sys.argv[1], PIPESPIN_LOG="info", PIPESPIN_LOG_FILE=os.ttyname(slave))
+p = subprocess.run([sys.argv[2], "200"], env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, timeout=30)
+os.close(slave)
+out = b""
+while True:
+    try:
+        chunk = os.read(master, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+sys.stdout.write(out.decode(errors="replace"))
+sys.stderr.write(p.stderr.decode(errors="replace"))
+sys.exit(p.returncode)
+PY
+  [[ $(grep -c '^pipespin: info: exit pid=[0-9]* read: ' "$work/tty.out") -eq 2 ]] ||
+    fail "the exit reports belong on the terminal: $(cat "$work/tty.out")"
+  hasnt pipespin
+}
+
+case_relative() {
+  # In a file owned by root, stats and log_file must be absolute paths: a
+  # setuid program (or any user's) would resolve a relative one in its own
+  # working directory.
+  [[ $(id -u) -eq 0 ]] || skip "a file owned by root can only be made as root"
+  conf rel.conf <<'EOF'
+log_file = rel.log
+stats = rel.jsonl
+log = info
+EOF
+  mkdir "$work/cwd"
+  (cd "$work/cwd" && shim PIPESPIN_CONFIG="$work/rel.conf" -- "$pingpong" 200) || exit 1
+  [[ -z $(ls -A "$work/cwd") ]] || fail "a relative path was used: $(ls -A "$work/cwd")"
+  local why="refused in a file owned by root \(each process would resolve it in its own working directory\)"
+  [[ $(count "^pipespin: warning: $work/rel.conf:1: log_file: relative path 'rel.log' $why; using 'stderr'$") -eq 1 ]] ||
+    fail "the relative log_file warning"
+  [[ $(count "^pipespin: warning: $work/rel.conf:2: stats: relative path 'rel.jsonl' $why; using ''$") -eq 1 ]] ||
+    fail "the relative stats warning"
+  [[ $(count '^pipespin: info: exit pid=[0-9]+ read: ') -eq 2 ]] || fail "the exit reports on stderr"
 }
 
 # retune FROM TO: mode FROM -> TO while the program runs.

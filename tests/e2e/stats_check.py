@@ -9,7 +9,12 @@ Every line is parsed with the json module. Cases:
                child (exit), exec
   waits_exit   the same with a child that ends with _exit(), and no exec
   concurrent   100 processes ending at once append 100 intact lines
-  destinations stderr, %p, 0600, a symlink is not followed
+  destinations stderr, %p, 0600, a symlink is not followed; only a regular
+               file takes the lines: a FIFO (read or not), a directory, a
+               socket, /dev/null are refused with a warning, never a hang
+  lost_warning a destination that cannot be written is reported where the
+               user sees it: before a program closes its stderr (seq does,
+               at exit), once per program, in log_file when one is set
   interval     PIPESPIN_STATS_INTERVAL lines, in the treatment and the
                control arm, cumulative and in order
   arms         PIPESPIN_AB / PIPESPIN_AB_SEED draw the documented hash
@@ -17,6 +22,7 @@ Exit 0: pass, 77: skipped (reason printed), 1: fail.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -185,6 +191,57 @@ def case_destinations():
     check("cannot write statistics to" in p.stderr and "ELOOP" in p.stderr,
           "no warning about the unusable destination")
 
+    # Only a regular file (or a terminal): a FIFO is refused before it is
+    # opened, with or without a reader (whose open sees no writer come).
+    not_regular = "not a regular file or a terminal"
+    fifo = os.path.join(tmp, "fifo")
+    os.mkfifo(fifo)
+    refused(fifo, not_regular)
+    got = os.path.join(tmp, "fifo.got")
+    reader = subprocess.Popen(["sh", "-c", f"cat '{fifo}' > '{got}'"])
+    refused(fifo, not_regular)
+    os.close(os.open(fifo, os.O_WRONLY))  # lets the reader end
+    check(reader.wait() == 0 and os.path.getsize(got) == 0, "a line went into a FIFO")
+    refused(tmp, not_regular)
+    sock = os.path.join(tmp, "sock")
+    socket.socket(socket.AF_UNIX).bind(sock)
+    refused(sock, not_regular)
+    refused("/dev/null", not_regular)
+
+
+def refused(dest, why):
+    """The helper finishes (a hang fails), with one warning naming why."""
+    try:
+        p = subprocess.run([helper, "gate"], env=env(PIPESPIN_STATS=dest),
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        fail(f"PIPESPIN_STATS={dest}: the program hung")
+    sys.stderr.write(p.stderr)
+    check(p.returncode == 0, f"PIPESPIN_STATS={dest}: exit status {p.returncode}")
+    want = f"pipespin: warning: cannot write statistics to '{dest}': {why}"
+    check(p.stderr.count(want) == 1, f"PIPESPIN_STATS={dest}: expected one warning '{want}'")
+
+
+def case_lost_warning():
+    bad = os.path.join(tmp, "no-such-dir", "s.jsonl")
+    want = f"pipespin: warning: cannot write statistics to '{bad}': ENOENT"
+    # seq closes its stderr at exit (coreutils' close_stdout), before the
+    # shim's exit line fails: the warning comes while stderr is open.
+    p = run(["seq", "3"], PIPESPIN_STATS=bad)
+    check(p.stdout == "1\n2\n3\n", "seq's output")
+    check(p.stderr.count(want) == 1, f"expected one warning '{want}' on seq's stderr")
+    # A failed exec line leaves the warning to the program it starts (same
+    # pid, same destination): one warning, not two.
+    p = run(["sh", "-c", "exec true"], PIPESPIN_STATS=bad)
+    check(p.stderr.count(want) == 1, f"expected one warning '{want}' (true's, not sh's too)")
+    # With a log_file, the warning goes there, whatever the program did with
+    # its stderr.
+    log = os.path.join(tmp, "shim.log")
+    p = run(["seq", "3"], PIPESPIN_STATS=bad, PIPESPIN_LOG_FILE=log)
+    check("pipespin" not in p.stderr, "the shim wrote to stderr with a log_file")
+    with open(log) as f:
+        check(f.read().count(want) == 1, f"expected one warning '{want}' in the log file")
+
 
 def case_interval():
     for ab in (0, 100):
@@ -226,6 +283,7 @@ cases = {
     "waits_exit": lambda: case_waits("_exit", "-"),
     "concurrent": case_concurrent,
     "destinations": case_destinations,
+    "lost_warning": case_lost_warning,
     "interval": case_interval,
     "arms": case_arms,
 }

@@ -76,22 +76,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         {"/usr/bin/python3.11", "python3.11", "python3"},
         {},  // nothing known: no [program] section may match
     };
-    for (const ProgramId& program : kPrograms) {
-        Options o;
-        OptionSources s;
-        Seen seen;
-        const unsigned problems =
-            apply_config_text(text, "fuzz.conf", program, o, s, check_message, &seen);
-        if (seen.messages > problems || seen.messages > 51) __builtin_trap();
-        check_options(o, s, lines);
-        if (&program != kPrograms) continue;
-        // Without a callback: the same problems counted, the same values.
-        Options o2;
-        OptionSources s2;
-        if (apply_config_text(text, "fuzz.conf", program, o2, s2, nullptr, nullptr) != problems ||
-            std::memcmp(s.line, s2.line, sizeof s.line) != 0)
-            __builtin_trap();
-    }
+    // A file owned by root refuses relative paths: both ways.
+    for (const bool root_owned : {false, true})
+        for (const ProgramId& program : kPrograms) {
+            Options o;
+            OptionSources s;
+            Seen seen;
+            const unsigned problems = apply_config_text(text, "fuzz.conf", program, root_owned, o,
+                                                        s, check_message, &seen);
+            if (seen.messages > problems || seen.messages > 51) __builtin_trap();
+            check_options(o, s, lines);
+            if (&program != kPrograms) continue;
+            // Without a callback: the same problems counted, the same values.
+            Options o2;
+            OptionSources s2;
+            if (apply_config_text(text, "fuzz.conf", program, root_owned, o2, s2, nullptr,
+                                  nullptr) != problems ||
+                std::memcmp(s.line, s2.line, sizeof s.line) != 0)
+                __builtin_trap();
+        }
 
     // Every option parsed from (a slice of) the input, as from the environment.
     const std::string_view value = text.substr(0, 300);

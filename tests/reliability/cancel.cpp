@@ -1,8 +1,11 @@
 // Case cancel: pthread_cancel on a thread waiting in read (empty pipe),
-// write (full pipe) or poll(-1), all cancellation points. Nobody ever
-// delivers, so only the cancellation can end the call. The thread must end
-// (pthread_join gives PTHREAD_CANCELED) and its pthread_cleanup_push handler
-// must run.
+// write (full pipe), poll(-1) or fread (a FILE on an empty pipe), all
+// cancellation points. Nobody ever delivers, so only the cancellation can
+// end the call. The thread must end (pthread_join gives PTHREAD_CANCELED)
+// and its pthread_cleanup_push handler must run. After an fread, the main
+// thread then reads from the same FILE: glibc's fread releases the stream's
+// lock when it is cancelled, so the stream must be usable (a lock left held
+// by the dead thread deadlocks here; a watchdog turns that into a failure).
 //
 //   cancel spin     cancel while the call spins (fixed, 1 s budget: the
 //                   helper checks that it saw the thread spinning), 10 times
@@ -29,7 +32,7 @@ using namespace rel;
 
 namespace {
 
-enum class Op { Read, Write, Poll };
+enum class Op { Read, Write, Poll, Fread };
 constexpr int kPipeSize = 4096;
 constexpr std::uint64_t kBudgetNs = 1'000'000'000;  // run.sh's fixed budget
 
@@ -37,6 +40,7 @@ struct Job {
     Op op;
     int rfd, wfd;
     int announce_w;
+    FILE* file = nullptr;  // Fread: a stream on rfd
     pid_t tid = 0;
     volatile int cleaned = 0;
     volatile int returned = 0;
@@ -66,6 +70,9 @@ void* body(void* arg) {
         case Op::Poll:
             job->result = poll(&pfd, 1, -1);
             break;
+        case Op::Fread:
+            job->result = static_cast<long>(fread(buf, 1, sizeof buf, job->file));
+            break;
     }
     job->err = errno;
     job->returned = 1;
@@ -74,11 +81,43 @@ void* body(void* arg) {
 }
 
 const char* name(Op op) {
-    return op == Op::Read ? "read(empty pipe)" : op == Op::Write ? "write(full pipe)" : "poll(-1)";
+    switch (op) {
+        case Op::Read:
+            return "read(empty pipe)";
+        case Op::Write:
+            return "write(full pipe)";
+        case Op::Poll:
+            return "poll(-1)";
+        case Op::Fread:
+            return "fread(empty pipe)";
+    }
+    return "?";
 }
 
 long syscall_of(Op op) {
-    return op == Op::Read ? SYS_read : op == Op::Write ? SYS_write : SYS_poll;
+    return op == Op::Write ? SYS_write : op == Op::Poll ? SYS_poll : SYS_read;
+}
+
+// A hang is a failure with a reason, not CTest's timeout: a deadlock on the
+// stream's lock never ends, and 10 s is ages for reading one queued byte.
+void watchdog(int) {
+    static const char msg[] =
+        "the FILE is still locked after the cancelled fread: the next use deadlocks\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+// After a cancelled fread: the main thread reads from the same stream.
+void use_stream_again(FILE* f, int wfd) {
+    write_full(wfd, "xy", 2);
+    install(SIGALRM, watchdog, 0);
+    arm_alarm_us(10'000'000);
+    char got[2] = {};
+    const size_t n = fread(got, 1, 2, f);
+    arm_alarm_us(0);
+    CHECK_EQ(n, 2u);
+    CHECK(got[0] == 'x' && got[1] == 'y');
+    CHECK(!ferror(f) && !feof(f));
 }
 
 // One cancellation; returns the ns from pthread_cancel to pthread_join's return.
@@ -92,6 +131,7 @@ std::uint64_t cancel_once(Op op, bool blocked) {
         write_full(p[1], full, sizeof full);
     }
     Job job{op, p[0], p[1], ann[1]};
+    if (op == Op::Fread) CHECK((job.file = fdopen(p[0], "r")) != nullptr);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, nullptr, body, &job), 0);
     std::uint64_t base = 0;
@@ -112,7 +152,13 @@ std::uint64_t cancel_once(Op op, bool blocked) {
     }
     CHECK(ret == PTHREAD_CANCELED);
     CHECK_EQ(job.cleaned, 1);
-    for (int fd : {p[0], p[1], ann[0], ann[1]}) close(fd);
+    if (job.file != nullptr) {
+        use_stream_again(job.file, p[1]);
+        CHECK_EQ(fclose(job.file), 0);
+    } else {
+        close(p[0]);
+    }
+    for (int fd : {p[1], ann[0], ann[1]}) close(fd);
     return took;
 }
 
@@ -125,7 +171,7 @@ int main(int argc, char** argv) {
     CHECK(mode == "spin" || mode == "blocked");
     const bool blocked = mode == "blocked";
     const int trials = blocked ? 1 : 10;
-    for (Op op : {Op::Read, Op::Write, Op::Poll}) {
+    for (Op op : {Op::Read, Op::Write, Op::Poll, Op::Fread}) {
         PROGRESS("%s: cancel %s, %d time(s)", name(op),
                  blocked ? "once it sleeps in the syscall" : "while it waits", trials);
         std::uint64_t total = 0;

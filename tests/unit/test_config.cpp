@@ -44,10 +44,10 @@ void collect(void* ctx, const char* message) {
 
 const ProgramId kCat{"/usr/bin/cat", "cat", "cat"};
 
-Parsed parse(const std::string& text, const ProgramId& program = kCat) {
+Parsed parse(const std::string& text, const ProgramId& program = kCat, bool root_owned = false) {
     Parsed p;
-    p.count =
-        apply_config_text(text, "t.conf", program, p.options, p.sources, collect, &p.problems);
+    p.count = apply_config_text(text, "t.conf", program, root_owned, p.options, p.sources, collect,
+                                &p.problems);
     return p;
 }
 
@@ -183,18 +183,105 @@ TEST_CASE("config: a bad environment value keeps the file's value", "[config]") 
     CHECK(contains(c.problems[1], "too long"));
 }
 
-TEST_CASE("config: captured environment values are bounded and stay invalid when cut", "[config]") {
+TEST_CASE("config: an over-long environment value is refused whole, not cut", "[config]") {
+    // Cut to its first 255 bytes, each of these would be a valid value.
     Env env;
-    env.vars["PIPESPIN_SPIN_US"] = std::string(1000, '9');
+    env.vars["PIPESPIN_MODE"] = "fixed" + std::string(300, ' ') + "junk";
+    env.vars["PIPESPIN_SPIN_US"] = std::string(300, '0') + "1";
+    env.vars["PIPESPIN_LOG_FILE"] = "/tmp/x.log" + std::string(300, ' ') + "junk";
     EnvOverlay overlay;
     capture_env(&Env::get, &env, overlay);
-    CHECK(overlay.set[idx("spin_us")]);
-    CHECK(std::string(overlay.text[idx("spin_us")]).size() == EnvOverlay::kSlot - 1);
-    CHECK_FALSE(overlay.set[idx("mode")]);
+    CHECK(overlay.set[idx("mode")]);
+    CHECK_FALSE(overlay.set[idx("probe")]);
     Options o;
     OptionSources s;
-    CHECK(apply_env(overlay, o, s, nullptr, nullptr) == 1);
-    CHECK(o.spin_us == spec("spin_us").max);  // clamped, as the full value would be
+    std::vector<std::string> problems;
+    CHECK(apply_env(overlay, o, s, collect, &problems) == 3);
+    CHECK(o.mode() == Mode::Adaptive);  // the default
+    CHECK(o.spin_us == 50);
+    CHECK(o.log_file.view() == "stderr");
+    CHECK(s.kind[idx("mode")] == SourceKind::Default);
+    REQUIRE(problems.size() == 3);
+    CHECK(problems[0] ==
+          "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at most 255); "
+          "using adaptive");
+    CHECK(problems[1] ==
+          "PIPESPIN_SPIN_US: a value of 301 bytes starting '00000000000000000000000000000000' is "
+          "too long (at most 255); using 50");
+    CHECK(problems[2] ==
+          "PIPESPIN_LOG_FILE: a value of 314 bytes starting '/tmp/x.log' is too long (at most "
+          "255); using 'stderr'");
+}
+
+TEST_CASE("config: an environment value of 255 bytes is whole", "[config]") {
+    Env env;
+    env.vars["PIPESPIN_MODE"] = std::string(250, ' ') + "fixed";
+    env.vars["PIPESPIN_SPIN_US"] = std::string(256, '0');
+    EnvOverlay overlay;
+    capture_env(&Env::get, &env, overlay);
+    Options o;
+    OptionSources s;
+    std::vector<std::string> problems;
+    CHECK(apply_env(overlay, o, s, collect, &problems) == 1);
+    CHECK(o.mode() == Mode::Fixed);
+    CHECK(s.kind[idx("mode")] == SourceKind::Env);
+    CHECK(o.spin_us == 50);
+    REQUIRE(problems.size() == 1);
+    CHECK(contains(problems[0], "PIPESPIN_SPIN_US: a value of 256 bytes"));
+}
+
+TEST_CASE("config: an over-long environment value keeps the file's value", "[config]") {
+    TempDir dir;
+    const std::string path = dir.write("l.conf", "mode = off\n");
+    Env env;
+    env.vars["PIPESPIN_MODE"] = "fixed" + std::string(300, ' ');
+    ConfigCheck c = check_config(path, true, kCat, &Env::get, &env, ::geteuid());
+    CHECK(c.options.mode() == Mode::Off);
+    CHECK(c.where[idx("mode")] == path + ":1");
+    REQUIRE(c.problem_count == 1);
+    CHECK(contains(c.problems[0], "PIPESPIN_MODE: a value of 305 bytes starting 'fixed'"));
+    CHECK(contains(c.problems[0], "using off"));
+}
+
+TEST_CASE("config: a file owned by root names files by absolute paths only", "[config]") {
+    const std::string text =
+        "log_file = rel.log\nstats = ./s.jsonl\n[program cat]\nstats = s/%p.jsonl\n"
+        "[program other]\nlog_file = x.log\n";
+    Parsed root = parse(text, kCat, true);
+    CHECK(root.count == 4);  // the [program other] line is checked too
+    CHECK(root.options.log_file.view() == "stderr");
+    CHECK(root.options.stats.empty());
+    CHECK(root.sources.kind[idx("stats")] == SourceKind::Default);
+    REQUIRE(root.problems.size() == 4);
+    CHECK(root.problems[0] ==
+          "t.conf:1: log_file: relative path 'rel.log' refused in a file owned by root (each "
+          "process would resolve it in its own working directory); using 'stderr'");
+    CHECK(contains(root.problems[1], "t.conf:2: stats: relative path './s.jsonl' refused"));
+    CHECK(contains(root.problems[1], "using ''"));
+    CHECK(contains(root.problems[2], "t.conf:4: stats: relative path 's/%p.jsonl'"));
+    CHECK(contains(root.problems[3], "t.conf:6: log_file: relative path 'x.log'"));
+    // Absolute paths, stderr and empty are fine; so is anything in a user's file.
+    Parsed ok = parse("log_file = /var/log/p.log\nstats = stderr\nstats =\n", kCat, true);
+    CHECK(ok.count == 0);
+    CHECK(ok.options.log_file.view() == "/var/log/p.log");
+    Parsed user = parse(text, kCat, false);
+    CHECK(user.count == 0);
+    CHECK(user.options.log_file.view() == "rel.log");
+    CHECK(user.options.stats.view() == "s/%p.jsonl");
+}
+
+TEST_CASE("config: the loader knows who owns the file", "[config]") {
+    TempDir dir;
+    const std::string path = dir.write("o.conf", "stats = rel.jsonl\n");
+    ConfigCheck c = check_config(path, true, kCat, nullptr, nullptr, ::geteuid());
+    if (::geteuid() == 0) {
+        REQUIRE(c.problem_count == 1);
+        CHECK(contains(c.problems[0], "o.conf:1: stats: relative path 'rel.jsonl' refused"));
+        CHECK(c.options.stats.empty());
+    } else {
+        CHECK(c.problem_count == 0);
+        CHECK(c.options.stats.view() == "rel.jsonl");
+    }
 }
 
 // ---- matching -----------------------------------------------------------------

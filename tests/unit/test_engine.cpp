@@ -2,7 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include <cstring>
+
 #include <cstring>
 
 #include "core/engine.h"
@@ -30,6 +34,12 @@ struct PipeFixture {
     }
     DirState& reader() { return fd_table().state(fds[0])->dir[0]; }
 };
+
+// Somebody reads the counters (the exit report): mode off is not inert.
+Options at_info(Options o = {}) {
+    o.log_v = static_cast<std::uint32_t>(LogLevel::Info);
+    return o;
+}
 
 }  // namespace
 
@@ -82,6 +92,34 @@ TEST_CASE("engine: spin_read=off and spin_write=off switch off one direction onl
     CHECK(plan.obs.spun);
 }
 
+TEST_CASE("engine: may_spin: a tracked pipe that the policy would spin on now", "[engine]") {
+    PipeFixture p(Mode::Fixed, 1);
+    CHECK(may_spin(p.fds[0], Dir::Read));
+    CHECK_FALSE(may_spin(p.fds[0], Dir::Write));  // the read end
+    CHECK(may_spin(p.fds[1], Dir::Write));
+    char path[] = "/tmp/pipespin-may-spin.XXXXXX";
+    const int file = ::mkstemp(path);
+    REQUIRE(file >= 0);
+    ::unlink(path);
+    CHECK_FALSE(may_spin(file, Dir::Read));  // not a pipe
+    ::close(file);
+    fd_table().forget(file);
+    Options o;
+    o.spin_read = 0;
+    PipeFixture q(Mode::Fixed, 1, o);
+    CHECK_FALSE(may_spin(q.fds[0], Dir::Read));
+    PipeFixture r(Mode::Off, 1, at_info());
+    CHECK_FALSE(may_spin(r.fds[0], Dir::Read));
+    PipeFixture a(Mode::Adaptive, 50);
+    // A fresh fd whose process has learnt nothing yet is watched, not spun.
+    runtime().prior.lane(Origin::Made, 0).score.store(0);
+    CHECK_FALSE(may_spin(a.fds[0], Dir::Read));
+    a.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    CHECK(may_spin(a.fds[0], Dir::Read));
+    a.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+    CHECK_FALSE(may_spin(a.fds[0], Dir::Read));
+}
+
 TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {
     PipeFixture p(Mode::Fixed, 1000000);  // a 1 s budget would be noticed
     REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
@@ -93,9 +131,39 @@ TEST_CASE("engine: a non-blocking fd is never spun for", "[engine]") {
     CHECK(p.reader().waits.load() == waits);
 }
 
+TEST_CASE("engine: off mode that nobody observes does nothing at all", "[engine]") {
+    // No statistics lines, log below info: nobody reads the counters, so a
+    // call neither counts nor looks at its fd (off makes the syscalls no
+    // shim makes).
+    PipeFixture p(Mode::Off);
+    CHECK(runtime().inert.load());
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.dir == nullptr);
+    CHECK(begin_read(p.fds[0], 1).state == nullptr);
+    CHECK(before_ready(p.fds[0], Dir::Read, Via::Stdio).dir == nullptr);
+    CHECK(p.reader().calls.load() == 0);
+    // An fd never seen before is not even classified (fstat, fcntl).
+    int q[2];
+    REQUIRE(::pipe(q) == 0);
+    fd_table().forget(q[0]);
+    before_read(q[0], &c, 1);
+    CHECK((fd_table().peek(q[0]) & fdbits::kKnown) == 0);
+    ::close(q[0]);
+    ::close(q[1]);
+    // Observed (log=info, or statistics), off counts again.
+    Options o = at_info();
+    o.mode_v = static_cast<std::uint32_t>(Mode::Off);
+    configure(o, 4096);
+    CHECK_FALSE(runtime().inert.load());
+    before_read(p.fds[0], &c, 1);
+    CHECK(p.reader().calls.load() == 1);
+}
+
 TEST_CASE("engine: off mode neither looks nor spins, but counts the call", "[engine]") {
     SECTION("without statistics lines, before the real call: nothing is left for after it") {
-        PipeFixture p(Mode::Off);
+        PipeFixture p(Mode::Off, 1, at_info());
         char c;
         Plan plan = before_read(p.fds[0], &c, 1);
         CHECK(plan.action == Plan::Action::Call);
@@ -211,7 +279,7 @@ TEST_CASE("engine: no reload check on a read that finds data", "[engine][reload]
 TEST_CASE("engine: with spinning off, any call on a pipe may check for a reload",
           "[engine][reload]") {
     ReloadFixture r;
-    PipeFixture p(Mode::Off, 1, with_reload());
+    PipeFixture p(Mode::Off, 1, with_reload(at_info()));
     ReloadFixture::let_period_pass();
     REQUIRE(::write(p.fds[1], "x", 1) == 1);  // no look happens in mode off
     char c;
@@ -219,9 +287,20 @@ TEST_CASE("engine: with spinning off, any call on a pipe may check for a reload"
     CHECK(g_reload_calls == 1);
 }
 
+TEST_CASE("engine: off mode that nobody observes never checks for a reload", "[engine][reload]") {
+    ReloadFixture r;
+    PipeFixture p(Mode::Off, 1, with_reload());
+    ReloadFixture::let_period_pass();
+    char c;
+    before_read(p.fds[0], &c, 1);
+    pollfd pfd{p.fds[0], POLLIN, 0};
+    before_poll(&pfd, 1, 1);
+    CHECK(g_reload_calls == 0);
+}
+
 TEST_CASE("engine: reload_ms 0 never checks", "[engine][reload]") {
     ReloadFixture r;
-    Options o;
+    Options o = at_info();
     o.reload_ms = 0;
     PipeFixture p(Mode::Off, 1, o);
     ReloadFixture::let_period_pass();
