@@ -29,7 +29,9 @@ int index_in_block(int fd) noexcept {
 }  // namespace
 
 FdTable::~FdTable() {
-    for_each_block([](Block* b, long) { sys::unmap(b, sizeof(Block)); });
+    for_each_block([this](Block* b, long) {
+        if (b != &first_) sys::unmap(b, sizeof(Block));
+    });
     for (auto& d : far_)
         if (auto* dir = d.load(kRelaxed))
             sys::unmap(dir, sizeof(std::atomic<Block*>) * kNearBlocks);
@@ -56,6 +58,8 @@ std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
 
 FdTable::Block* FdTable::block(int fd) const noexcept {
     if (fd < 0) return nullptr;
+    if (fd < kBlockFds)
+        return first_used_.load(std::memory_order_acquire) ? const_cast<Block*>(&first_) : nullptr;
     if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
     std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
     return dir == nullptr
@@ -64,6 +68,12 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 }
 
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
+    if (fd >= 0 && fd < kBlockFds) {
+        if (!first_used_.load(std::memory_order_relaxed) &&
+            !first_used_.exchange(true, std::memory_order_acq_rel))
+            blocks_.fetch_add(1, kRelaxed);
+        return &first_;
+    }
     std::atomic<Block*>* ref = block_ref(fd, true);
     if (ref == nullptr) return nullptr;
     Block* b = ref->load(std::memory_order_acquire);

@@ -5,14 +5,16 @@
 // handlers.
 //
 // Sized by use. The shim rides in every process of a wrapped tree, most of
-// which never touch a pipe, so nothing is mapped at start-up: the fds are
-// split into blocks of 512, and a block is mapped (one anonymous mmap, made
-// by the first call that needs to remember something about one of its fds)
-// only when used. A block holds 512 class words (one 4 KiB page) and room
-// for 512 FdStates behind them, whose pages the kernel backs only when a
-// pipe's state is first written: a process with a few pipes at low fds uses
-// two pages. Blocks are never unmapped (a racing call may still read one),
-// and there is no ceiling on the fd number.
+// which never touch a pipe, so nothing is written at start-up: the fds are
+// split into blocks of 512, each used only once a call needs to remember
+// something about one of its fds. A block holds 512 class words (one 4 KiB
+// page) and room for 512 FdStates behind them, whose pages the kernel backs
+// only when a pipe's state is first written: a process with a few pipes at
+// low fds uses two pages. The first block (fds 0-511, where nearly every
+// process's pipes are) is part of the table, in .bss, so it costs no
+// system call either; the others are anonymous mmaps. Blocks are never
+// unmapped (a racing call may still read one), and there is no ceiling on
+// the fd number.
 //
 // The class words are a cache of what each fd is. glibc closes and opens
 // fds behind our back (fclose, opendir, posix_spawn), so an entry may be
@@ -98,10 +100,21 @@ struct FdInfo {
 // could not be examined (then nothing is cached).
 using Classifier = std::uint32_t (*)(int fd) noexcept;
 
+// 512 fds: their class words (one page), which of them have been pipes, and
+// their pipe state (backed page by page as it is written).
+struct alignas(4096) FdBlock {
+    static constexpr int kShift = 9;
+    static constexpr int kFds = 1 << kShift;
+    std::atomic<std::uint64_t> cls[kFds];
+    // Which states have ever been a pipe's: the only ones with counters.
+    std::atomic<std::uint64_t> pipe_seen[kFds / 64];
+    FdState state[kFds];
+};
+
 class FdTable {
 public:
-    static constexpr int kBlockShift = 9;  // 512 fds per block
-    static constexpr int kBlockFds = 1 << kBlockShift;
+    static constexpr int kBlockShift = FdBlock::kShift;  // 512 fds per block
+    static constexpr int kBlockFds = FdBlock::kFds;
 
     constexpr FdTable() = default;
     // Unmaps the blocks: for tables the tests make. The process's own table
@@ -157,11 +170,11 @@ public:
     // one word; every counter of the parent then reads as zero.
     void new_process() noexcept;
 
-    // Blocks mapped so far (for tests and the footprint check).
+    // Blocks in use so far (for tests and the footprint check).
     int blocks_mapped() const noexcept { return blocks_.load(std::memory_order_relaxed); }
 
 private:
-    struct Block;
+    using Block = FdBlock;
     Block* block(int fd) const noexcept;
     Block* block_or_map(int fd) noexcept;
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
@@ -178,11 +191,14 @@ private:
     static constexpr int kNearShift = 20;
     static constexpr int kNearBlocks = 1 << (kNearShift - kBlockShift);
     static constexpr int kFarDirs = 1 << (31 - kNearShift);
-    std::atomic<Block*> near_[kNearBlocks] = {};
+    std::atomic<Block*> near_[kNearBlocks] = {};  // [0] unused: first_
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
+    std::atomic<bool> first_used_{false};
     std::atomic<int> blocks_{0};
     std::atomic<std::uint32_t> process_gen_{0};
     ProcessCounters process_;
+    // The first block, last (its untouched pages cost nothing).
+    Block first_;
 };
 
 // The production classifier: fstat + F_GETFL through raw syscalls.
@@ -190,16 +206,10 @@ std::uint32_t classify_fd(int fd) noexcept;
 
 // ---- implementation of the template ----------------------------------------
 
-struct FdTable::Block {
-    std::atomic<std::uint64_t> cls[kBlockFds];
-    // Which states have ever been a pipe's: the only ones with counters.
-    std::atomic<std::uint64_t> pipe_seen[kBlockFds / 64];
-    FdState state[kBlockFds];
-};
-
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {
-    for (int i = 0; i < kNearBlocks; ++i)
+    if (first_used_.load(std::memory_order_acquire)) fn(const_cast<Block*>(&first_), 0L);
+    for (int i = 1; i < kNearBlocks; ++i)
         if (Block* b = near_[i].load(std::memory_order_acquire))
             fn(b, static_cast<long>(i) << kBlockShift);
     for (int d = 1; d < kFarDirs; ++d) {
