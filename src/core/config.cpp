@@ -530,8 +530,13 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
 void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
     char name[64];
     for (std::size_t i = 0; i < kOptionCount; ++i) {
-        env.set[i] = false;
-        env.text[i][0] = '\0';
+        // Only what is set is written (a constructor's writes are page
+        // faults in every process; a fresh overlay is all zero).
+        if (env.set[i]) {
+            env.set[i] = false;
+            env.text[i][0] = '\0';
+            env.length[i] = 0;
+        }
         if (!env_name_into(option_table()[i], name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;

@@ -91,7 +91,7 @@ __attribute__((constructor)) void pipespin_init() {
     }
     const Arm arm = apply_options(options, sources);
     report_problems(true);
-    const int cpus = sys::usable_cpus();
+    const int cpus = usable_cpus_seen();
     if (cpus < 2 && options.mode() != Mode::Off)
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {

@@ -110,6 +110,11 @@ int open_destination() noexcept {
 void set_log_file(std::string_view path) noexcept {
     if (path == "stderr") path = {};
     if (path.size() >= kPathMax) path = std::string_view(path.data(), kPathMax - 1);
+    // The same path (stderr, at every start-up): nothing to write.
+    bool same = true;
+    for (std::size_t i = 0; i < kPathMax && same; ++i)
+        same = g_path[i].load(std::memory_order_relaxed) == (i < path.size() ? path[i] : '\0');
+    if (same) return;
     g_path_seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written
     for (std::size_t i = 0; i < kPathMax; ++i)
         g_path[i].store(i < path.size() ? path[i] : '\0', std::memory_order_relaxed);
@@ -118,7 +123,8 @@ void set_log_file(std::string_view path) noexcept {
 }
 
 void set_level(LogLevel level) noexcept {
-    g_level.store(static_cast<std::uint32_t>(level));
+    if (g_level.load() != static_cast<std::uint32_t>(level))
+        g_level.store(static_cast<std::uint32_t>(level));
 }
 
 bool enabled(LogLevel l) noexcept {

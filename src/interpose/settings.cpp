@@ -21,7 +21,10 @@ namespace {
 // Everything a reload needs, kept from start-up. Written by the constructor
 // before the engine can call reload(), then only by reload() under
 // g_reloading.
-constinit char g_path[4096] = {};  // the config file; "" for none
+// The config file ("" for none): the built-in path, or PIPESPIN_CONFIG's
+// value copied into g_path_buf (nothing written for the default).
+constinit const char* g_path = kDefaultConfigPath;
+constinit char g_path_buf[4096] = {};
 constinit bool g_must_exist = false;
 constinit EnvOverlay g_env;
 constinit char g_exe[4096] = {};
@@ -73,21 +76,33 @@ void learn_program() noexcept {
         g_program.argv0_name = program_invocation_short_name;
 }
 
+template <class T>
+void store_if_changed(T& field, const T& value) noexcept {
+    if (!(field == value)) field = value;
+}
+
 unsigned resolve(Options& options, OptionSources& sources) noexcept {
-    g_pending.count = 0;
-    g_pending.dropped = 0;
+    // Written only where something changes: every page the constructor
+    // writes is a page fault in every process.
+    store_if_changed(g_pending.count, 0u);
+    store_if_changed(g_pending.dropped, 0u);
     ResolveInput in;
     in.path = g_path;
     in.must_exist = g_must_exist;
-    in.euid = static_cast<unsigned>(sys::geteuid());
     in.env = &g_env;
     in.buf = g_buf;
     in.cap = sizeof g_buf;
     // No file, and nobody asked for one: skip the open (and the readlink).
     if (g_path[0] != '\0' && !g_must_exist && !stamp_path(g_path).exists) in.path = nullptr;
-    if (in.path != nullptr && in.path[0] != '\0') learn_program();
+    if (in.path != nullptr && in.path[0] != '\0') {
+        learn_program();
+        in.euid = static_cast<unsigned>(sys::geteuid());  // the file's owner is checked against it
+    }
     in.program = g_program;
-    return resolve_options(in, options, sources, g_stamp, collect, &g_pending);
+    FileStamp stamp;
+    const unsigned problems = resolve_options(in, options, sources, stamp, collect, &g_pending);
+    store_if_changed(g_stamp, stamp);
+    return problems;
 }
 
 void put_mode(Out& o, Mode m) noexcept {
@@ -105,7 +120,7 @@ void reload() noexcept {
             Options options;
             OptionSources sources;
             resolve(options, sources);
-            g_cpus = sys::usable_cpus();
+            store_if_changed(g_cpus, sys::usable_cpus());
             apply_options(options, sources);
             g_reloads.fetch_add(1, std::memory_order_relaxed);
             if (report::enabled(LogLevel::Info)) {
@@ -133,20 +148,23 @@ void reload() noexcept {
 
 void resolve_startup_options(Options& options, OptionSources& sources) noexcept {
     const char* path = ::secure_getenv("PIPESPIN_CONFIG");
-    g_must_exist = path != nullptr;
-    if (path == nullptr) path = kDefaultConfigPath;
-    std::size_t n = 0;
-    while (path[n] != '\0' && n + 1 < sizeof g_path) {
-        g_path[n] = path[n];
-        ++n;
+    bool too_long = false;
+    if (path != nullptr) {
+        g_must_exist = true;
+        std::size_t n = 0;
+        while (path[n] != '\0' && n + 1 < sizeof g_path_buf) {
+            g_path_buf[n] = path[n];
+            ++n;
+        }
+        g_path_buf[n] = '\0';
+        too_long = path[n] != '\0';
+        if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
+        g_path = g_path_buf;
     }
-    g_path[n] = '\0';
-    if (path[n] != '\0') g_path[0] = '\0';  // too long to be a path: reported below
     capture_env(secure_env, nullptr, g_env);
-    g_cpus = sys::usable_cpus();
+    store_if_changed(g_cpus, sys::usable_cpus());
     resolve(options, sources);
-    if (path[n] != '\0')
-        collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
+    if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
 }
 
 Arm apply_options(Options& options, const OptionSources& sources) noexcept {
@@ -222,6 +240,10 @@ void settings_after_fork() noexcept {
     // Written only if set: see IoCounters::clear() on stores after fork.
     if (g_reloading.load(std::memory_order_relaxed))
         g_reloading.store(false, std::memory_order_relaxed);
+}
+
+int usable_cpus_seen() noexcept {
+    return g_cpus;
 }
 
 unsigned reload_count() noexcept {

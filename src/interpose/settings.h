@@ -39,4 +39,7 @@ void settings_after_fork() noexcept;
 // For the exit report: how many reloads applied a changed file.
 unsigned reload_count() noexcept;
 
+// The usable CPUs (sched_getaffinity) the last resolution saw.
+int usable_cpus_seen() noexcept;
+
 }  // namespace pipespin::interpose
