@@ -527,16 +527,10 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
     return LoadStatus::Ok;
 }
 
-void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
+unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
     char name[64];
+    unsigned captured = 0;
     for (std::size_t i = 0; i < kOptionCount; ++i) {
-        // Only what is set is written (a constructor's writes are page
-        // faults in every process; a fresh overlay is all zero).
-        if (env.set[i]) {
-            env.set[i] = false;
-            env.text[i][0] = '\0';
-            env.length[i] = 0;
-        }
         if (!env_name_into(option_table()[i], name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;
@@ -549,7 +543,9 @@ void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
         while (text[n] != '\0') ++n;
         env.length[i] = n;
         env.set[i] = true;
+        ++captured;
     }
+    return captured;
 }
 
 unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sources, ConfigWarn warn,

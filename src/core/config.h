@@ -132,7 +132,10 @@ struct EnvOverlay {
     std::size_t length[kOptionCount] = {};  // the value's full length
     bool too_long(std::size_t i) const noexcept { return length[i] >= kSlot; }
 };
-void capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept;
+// Into a fresh (all clear) overlay, which only what is set is written to
+// (the shim's constructor touches no page of it when nothing is set).
+// Returns how many PIPESPIN_* variables are set (0: nothing to apply).
+unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept;
 // Applies the captured values (a bad one keeps what the file or the default
 // gave, with a "PIPESPIN_X: why" message). Returns the number of problems.
 unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sources, ConfigWarn warn,

@@ -21,7 +21,7 @@ union TableStorage {
     ~TableStorage() {}
     FdTable table;
 };
-constinit TableStorage g_table_storage;
+PIPESPIN_COLD constinit TableStorage g_table_storage;
 FdTable& g_table = g_table_storage.table;
 
 enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBlocking };

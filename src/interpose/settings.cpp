@@ -24,28 +24,31 @@ namespace {
 // The config file ("" for none): the built-in path, or PIPESPIN_CONFIG's
 // value copied into g_path_buf (nothing written for the default).
 constinit const char* g_path = kDefaultConfigPath;
-constinit char g_path_buf[4096] = {};
+PIPESPIN_COLD constinit char g_path_buf[4096] = {};
 constinit bool g_must_exist = false;
-constinit EnvOverlay g_env;
-constinit char g_exe[4096] = {};
+PIPESPIN_COLD constinit EnvOverlay g_env;
+constinit bool g_env_any = false;  // g_env holds a value (else it is not read)
+PIPESPIN_COLD constinit char g_exe[4096] = {};
 constinit ProgramId g_program;
 constinit bool g_program_known = false;
 constinit FileStamp g_stamp;
 constinit int g_cpus = 1;
 // The file's text while it is parsed; untouched (no page) without a file.
-char g_buf[kConfigMaxBytes + 1];
+PIPESPIN_COLD char g_buf[kConfigMaxBytes + 1];
 
 std::atomic<bool> g_reloading{false};
 std::atomic<unsigned> g_reloads{0};
 
 // Problems of the last resolution, held until they can be reported.
+// (The counts are read at every start-up; the lines only when there are some.)
 struct Pending {
     static constexpr unsigned kMax = 16;
-    char lines[kMax][512] = {};
     unsigned count = 0;
     unsigned dropped = 0;
+    char (*lines)[512];
 };
-constinit Pending g_pending;
+PIPESPIN_COLD char g_pending_lines[Pending::kMax][512];
+constinit Pending g_pending{0, 0, g_pending_lines};
 
 void collect(void* ctx, const char* message) {
     auto& p = *static_cast<Pending*>(ctx);
@@ -89,7 +92,7 @@ unsigned resolve(Options& options, OptionSources& sources) noexcept {
     ResolveInput in;
     in.path = g_path;
     in.must_exist = g_must_exist;
-    in.env = &g_env;
+    in.env = g_env_any ? &g_env : nullptr;
     in.buf = g_buf;
     in.cap = sizeof g_buf;
     // No file, and nobody asked for one: skip the open (and the readlink).
@@ -161,7 +164,7 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
         g_path = g_path_buf;
     }
-    capture_env(secure_env, nullptr, g_env);
+    if (capture_env(secure_env, nullptr, g_env) != 0) g_env_any = true;
     store_if_changed(g_cpus, sys::usable_cpus());
     resolve(options, sources);
     if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");

@@ -240,7 +240,7 @@ std::uint64_t caught_signals() {
     // One read: procfs gives the file at once, and SigCgt comes within its
     // first 4 KiB (the long CPU and memory lists come after it; a Groups
     // line long enough to push it out means every signal is read back).
-    static char buf[4096];
+    PIPESPIN_COLD static char buf[4096];
     const long fd = sys::open_read("/proc/self/status");
     if (fd < 0) return ~0ull;
     const long n = sys::read(static_cast<int>(fd), buf, sizeof buf - 1);
