@@ -208,7 +208,8 @@ PIPESPIN_EXPORT int fcntl64(int fd, int cmd, ...) {
     va_start(ap, cmd);
     void* arg = va_arg(ap, void*);
     va_end(ap);
-    return fcntl_common(real_fcntl64 != nullptr ? real_fcntl64 : real_fcntl, fd, cmd, arg);
+    return fcntl_common(real_fcntl64 != nullptr ? real_fcntl64.get() : real_fcntl.get(), fd, cmd,
+                        arg);
 }
 
 PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
@@ -248,32 +249,32 @@ PIPESPIN_EXPORT int fclose(FILE* fp) {
     // Programs that close their stderr at exit (coreutils' close_stdout)
     // would leave the exit report nowhere to go: write it now.
     if (fd == STDERR_FILENO && engaged()) before_stderr_closes();
-    int r = lazy(real_fclose, "fclose")(fp);
+    int r = real_fclose.get()(fp);
     fd_table().forget(fd);
     return r;
 }
 
 PIPESPIN_EXPORT int pclose(FILE* fp) {
     const int fd = fd_of(fp);
-    int r = lazy(real_pclose, "pclose")(fp);
+    int r = real_pclose.get()(fp);
     fd_table().forget(fd);
     return r;
 }
 
 PIPESPIN_EXPORT int fcloseall() {
-    int r = lazy(real_fcloseall, "fcloseall")();
+    int r = real_fcloseall.get()();
     fd_table().forget_all();
     return r;
 }
 
 PIPESPIN_EXPORT FILE* freopen(const char* path, const char* mode, FILE* fp) {
     const int fd = fd_of(fp);
-    return reopened(fd, lazy(real_freopen, "freopen")(path, mode, fp));
+    return reopened(fd, real_freopen.get()(path, mode, fp));
 }
 
 PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
     const int fd = fd_of(fp);
-    return reopened(fd, lazy(real_freopen64, "freopen64")(path, mode, fp));
+    return reopened(fd, real_freopen64.get()(path, mode, fp));
 }
 
 // ---- the process ends or becomes another program --------------------------------
@@ -290,11 +291,6 @@ void before_exec() noexcept {
     const int saved = errno;
     stats_write(StatsEvent::Exec);
     errno = saved;
-}
-
-template <class Fn>
-Fn real_or_lazy(Fn& real, const char* name) noexcept {
-    return lazy(real, name);
 }
 
 // The arguments of an execl* call after `arg`, up to the terminating null.
@@ -321,29 +317,28 @@ std::size_t count_args(const char* arg, va_list ap) noexcept {
 
 PIPESPIN_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
     before_exec();
-    return real_or_lazy(real_execve, "execve")(path, argv, envp);
+    return real_execve.get()(path, argv, envp);
 }
 
 PIPESPIN_EXPORT int execv(const char* path, char* const argv[]) noexcept {
     before_exec();
-    return real_or_lazy(real_execv, "execv")(path, argv);
+    return real_execv.get()(path, argv);
 }
 
 PIPESPIN_EXPORT int execvp(const char* file, char* const argv[]) noexcept {
     before_exec();
-    return real_or_lazy(real_execvp, "execvp")(file, argv);
+    return real_execvp.get()(file, argv);
 }
 
 PIPESPIN_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
     before_exec();
-    return real_or_lazy(real_execvpe, "execvpe")(file, argv, envp);
+    return real_execvpe.get()(file, argv, envp);
 }
 
 PIPESPIN_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[],
                              int flags) noexcept {
     before_exec();
-    if (execveat_fn real = real_or_lazy(real_execveat, "execveat"))
-        return real(dirfd, path, argv, envp, flags);
+    if (execveat_fn real = real_execveat.get()) return real(dirfd, path, argv, envp, flags);
     return static_cast<int>(
         to_libc(sys::raw(SYS_execveat, dirfd, reinterpret_cast<long>(path),
                          reinterpret_cast<long>(argv), reinterpret_cast<long>(envp), flags)));
@@ -351,7 +346,7 @@ PIPESPIN_EXPORT int execveat(int dirfd, const char* path, char* const argv[], ch
 
 PIPESPIN_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
     before_exec();
-    return real_or_lazy(real_fexecve, "fexecve")(fd, argv, envp);
+    return real_fexecve.get()(fd, argv, envp);
 }
 
 // execl(path, arg0, ..., NULL) and friends: the argv is built on the stack.
@@ -368,14 +363,14 @@ PIPESPIN_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
     PIPESPIN_COLLECT_ARGS(arg, arg)
     va_end(ap);
     before_exec();
-    return real_or_lazy(real_execv, "execv")(path, argv);
+    return real_execv.get()(path, argv);
 }
 
 PIPESPIN_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
     PIPESPIN_COLLECT_ARGS(arg, arg)
     va_end(ap);
     before_exec();
-    return real_or_lazy(real_execvp, "execvp")(file, argv);
+    return real_execvp.get()(file, argv);
 }
 
 PIPESPIN_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
@@ -384,7 +379,7 @@ PIPESPIN_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
     char* const* envp = va_arg(ap, char* const*);
     va_end(ap);
     before_exec();
-    return real_or_lazy(real_execve, "execve")(path, argv, envp);
+    return real_execve.get()(path, argv, envp);
 }
 #undef PIPESPIN_COLLECT_ARGS
 
@@ -395,5 +390,5 @@ PIPESPIN_EXPORT void _exit(int status) noexcept {
 }
 
 PIPESPIN_EXPORT void _Exit(int status) noexcept {
-    exit_now(real__Exit != nullptr ? real__Exit : real__exit, status);
+    exit_now(real__Exit != nullptr ? real__Exit.get() : real__exit.get(), status);
 }

@@ -173,7 +173,7 @@ struct Pieces {
 
 void read_pieces(void* ctx) {
     auto& job = *static_cast<Pieces*>(ctx);
-    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    auto real = real_fread_unlocked.get();
     FILE* fp = job.fp;
     while (job.got < job.want) {
         const volatile FILE* f = fp;
@@ -240,26 +240,26 @@ size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& ca
 }  // namespace
 
 PIPESPIN_EXPORT size_t fread(void* p, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real_fread, "fread");
+    auto real = real_fread.get();
     return do_fread(p, size, n, fp, true, [&] { return real(p, size, n, fp); });
 }
 
 PIPESPIN_EXPORT size_t fread_unlocked(void* p, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real_fread_unlocked, "fread_unlocked");
+    auto real = real_fread_unlocked.get();
     return do_fread(p, size, n, fp, false, [&] { return real(p, size, n, fp); });
 }
 
 // The fortified forms check the destination's size first: a call that would
 // fail that check goes to them as it is.
 PIPESPIN_EXPORT size_t __fread_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real___fread_chk, "__fread_chk");
+    auto real = real___fread_chk.get();
     auto call = [&] { return real(p, plen, size, n, fp); };
     if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
     return do_fread(p, size, n, fp, true, call);
 }
 
 PIPESPIN_EXPORT size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, size_t n, FILE* fp) {
-    auto real = lazy(real___fread_unlocked_chk, "__fread_unlocked_chk");
+    auto real = real___fread_unlocked_chk.get();
     auto call = [&] { return real(p, plen, size, n, fp); };
     if (size != 0 && n <= SIZE_MAX / size && size * n > plen) return call();
     return do_fread(p, size, n, fp, false, call);
@@ -268,25 +268,25 @@ PIPESPIN_EXPORT size_t __fread_unlocked_chk(void* p, size_t plen, size_t size, s
 // ---- fgets ------------------------------------------------------------------
 
 PIPESPIN_EXPORT char* fgets(char* s, int n, FILE* fp) {
-    auto real = lazy(real_fgets, "fgets");
+    auto real = real_fgets.get();
     if (n <= 1) return real(s, n, fp);
     return stdio_read<char*>(fp, true, nullptr, [&] { return real(s, n, fp); });
 }
 
 PIPESPIN_EXPORT char* fgets_unlocked(char* s, int n, FILE* fp) {
-    auto real = lazy(real_fgets_unlocked, "fgets_unlocked");
+    auto real = real_fgets_unlocked.get();
     if (n <= 1) return real(s, n, fp);
     return stdio_read<char*>(fp, false, nullptr, [&] { return real(s, n, fp); });
 }
 
 PIPESPIN_EXPORT char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
-    auto real = lazy(real___fgets_chk, "__fgets_chk");
+    auto real = real___fgets_chk.get();
     if (n <= 1) return real(s, size, n, fp);
     return stdio_read<char*>(fp, true, nullptr, [&] { return real(s, size, n, fp); });
 }
 
 PIPESPIN_EXPORT char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp) {
-    auto real = lazy(real___fgets_unlocked_chk, "__fgets_unlocked_chk");
+    auto real = real___fgets_unlocked_chk.get();
     if (n <= 1) return real(s, size, n, fp);
     return stdio_read<char*>(fp, false, nullptr, [&] { return real(s, size, n, fp); });
 }
@@ -294,68 +294,68 @@ PIPESPIN_EXPORT char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp
 // ---- one character ----------------------------------------------------------
 
 PIPESPIN_EXPORT int fgetc(FILE* fp) {
-    auto real = lazy(real_fgetc, "fgetc");
+    auto real = real_fgetc.get();
     return stdio_read<int>(fp, true, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int getc(FILE* fp) {
-    auto real = lazy(real_getc, "getc");
+    auto real = real_getc.get();
     return stdio_read<int>(fp, true, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int _IO_getc(FILE* fp) {
-    auto real = lazy(real__IO_getc, "_IO_getc");
+    auto real = real__IO_getc.get();
     return stdio_read<int>(fp, true, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int fgetc_unlocked(FILE* fp) {
-    auto real = lazy(real_fgetc_unlocked, "fgetc_unlocked");
+    auto real = real_fgetc_unlocked.get();
     return stdio_read<int>(fp, false, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int getc_unlocked(FILE* fp) {
-    auto real = lazy(real_getc_unlocked, "getc_unlocked");
+    auto real = real_getc_unlocked.get();
     return stdio_read<int>(fp, false, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int getchar() {
-    auto real = lazy(real_getchar, "getchar");
+    auto real = real_getchar.get();
     return stdio_read<int>(stdin, true, EOF, [&] { return real(); });
 }
 
 PIPESPIN_EXPORT int getchar_unlocked() {
-    auto real = lazy(real_getchar_unlocked, "getchar_unlocked");
+    auto real = real_getchar_unlocked.get();
     return stdio_read<int>(stdin, false, EOF, [&] { return real(); });
 }
 
 // What the getc_unlocked() and getchar_unlocked() macros call when the
 // buffer is empty (the caller holds the lock, or does not need it).
 PIPESPIN_EXPORT int __uflow(FILE* fp) {
-    auto real = lazy(real___uflow, "__uflow");
+    auto real = real___uflow.get();
     return stdio_read<int>(fp, false, EOF, [&] { return real(fp); });
 }
 
 PIPESPIN_EXPORT int __underflow(FILE* fp) {
-    auto real = lazy(real___underflow, "__underflow");
+    auto real = real___underflow.get();
     return stdio_read<int>(fp, false, EOF, [&] { return real(fp); });
 }
 
 // ---- lines --------------------------------------------------------------------
 
 PIPESPIN_EXPORT ssize_t getline(char** line, size_t* n, FILE* fp) {
-    auto real = lazy(real_getline, "getline");
+    auto real = real_getline.get();
     if (!getdelim_reads(line, n)) return real(line, n, fp);
     return stdio_read<ssize_t>(fp, true, -1, [&] { return real(line, n, fp); });
 }
 
 PIPESPIN_EXPORT ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
-    auto real = lazy(real_getdelim, "getdelim");
+    auto real = real_getdelim.get();
     if (!getdelim_reads(line, n)) return real(line, n, delim, fp);
     return stdio_read<ssize_t>(fp, true, -1, [&] { return real(line, n, delim, fp); });
 }
 
 PIPESPIN_EXPORT ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
-    auto real = lazy(real___getdelim, "__getdelim");
+    auto real = real___getdelim.get();
     if (!getdelim_reads(line, n)) return real(line, n, delim, fp);
     return stdio_read<ssize_t>(fp, true, -1, [&] { return real(line, n, delim, fp); });
 }

@@ -74,7 +74,13 @@ void write_exit_report() noexcept {
 
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
-    const char* missing = resolve_all();
+    prepare_resolution();
+    // The functions the shim cannot stand in for without (the rest are
+    // resolved on first use; a name an older libc lacks passes to the kernel).
+    const char* missing = real_read == nullptr    ? "read"
+                          : real_write == nullptr ? "write"
+                          : real_close == nullptr ? "close"
+                                                  : nullptr;
     Options options;
     OptionSources sources;
     stats_start();

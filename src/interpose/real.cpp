@@ -2,13 +2,13 @@
 
 #include <dlfcn.h>
 
-#include <cstring>
+#include <new>
 
 #include "interpose/next_symbol.h"
 
 namespace pipespin::interpose {
 
-#define PIPESPIN_HOOK(ret, name, params) name##_fn real_##name = nullptr;
+#define PIPESPIN_HOOK(ret, name, params) constinit Real<name##_fn, Hook::name> real_##name;
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
 
@@ -16,36 +16,50 @@ std::atomic<bool> g_ready{false};
 constinit thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
 
 namespace {
-// Hooks whose absence from libc is survivable (older glibc): the wrapper
-// falls back to the raw syscall for good.
-bool optional_symbol(const char* name) noexcept {
-    for (const char* n :
-         {"fcntl64", "__poll_chk", "__read_chk", "__sigaction", "bsd_signal", "ssignal",
-          "sysv_signal", "__sysv_signal", "sigset", "close_range", "closefrom", "fcloseall",
-          "freopen64", "execveat", "execvpe", "fexecve", "_Exit"})
-        if (std::strcmp(name, n) == 0) return true;
-    return false;
-}
-}  // namespace
 
-void* resolve_one(const char* name) noexcept {
-    return dlsym(RTLD_NEXT, name);
-}
-
-const char* resolve_all() noexcept {
-    const char* missing = nullptr;
-    // dlsym only for what the direct look-up does not answer (next_symbol.h).
-    const NextSymbols next(reinterpret_cast<const void*>(&resolve_all));
-    auto find = [&](const char* name) noexcept {
-        void* p = next.find(name);
-        return p != nullptr ? p : dlsym(RTLD_NEXT, name);
-    };
-#define PIPESPIN_HOOK(ret, name, params)                    \
-    real_##name = reinterpret_cast<name##_fn>(find(#name)); \
-    if (real_##name == nullptr && !optional_symbol(#name) && missing == nullptr) missing = #name;
+constexpr const char* kNames[] = {
+#define PIPESPIN_HOOK(ret, name, params) #name,
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
-    return missing;
+};
+
+std::atomic<void*>* const kSlots[] = {
+#define PIPESPIN_HOOK(ret, name, params) &real_##name.slot,
+#include "interpose/hooks.def"
+#undef PIPESPIN_HOOK
+};
+
+static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Hook::kCount));
+
+// The objects after the shim, found once (a dladdr, which takes the
+// loader's lock: never from a signal handler once the constructor ran).
+union NextStorage {
+    constexpr NextStorage() : none() {}
+    ~NextStorage() {}
+    char none;
+    NextSymbols next;
+};
+constinit NextStorage g_next;
+std::atomic<bool> g_prepared{false};
+
+}  // namespace
+
+void prepare_resolution() noexcept {
+    if (g_prepared.load(std::memory_order_acquire)) return;
+    new (&g_next.next) NextSymbols(reinterpret_cast<const void*>(&prepare_resolution));
+    g_prepared.store(true, std::memory_order_release);
+}
+
+void* resolve_hook(Hook h) noexcept {
+    // A call before the constructor (another library's constructor, say)
+    // prepares the look-up itself: the loader runs constructors in one
+    // thread, holding its lock recursively.
+    prepare_resolution();
+    const auto i = static_cast<std::size_t>(h);
+    void* p = g_next.next.find(kNames[i]);
+    if (p == nullptr) p = dlsym(RTLD_NEXT, kNames[i]);  // not answered there (an IFUNC, say)
+    if (p != nullptr) kSlots[i]->store(p, std::memory_order_release);
+    return p;
 }
 
 }  // namespace pipespin::interpose

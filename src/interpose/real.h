@@ -1,9 +1,16 @@
 // The real libc functions behind our wrappers.
 //
-// Contract: real_<name> is null until the shim's constructor resolved it with
-// dlsym(RTLD_NEXT). Wrappers never call dlsym themselves (a signal handler
-// may be the caller); before resolution they pass straight to the kernel
-// through raw syscalls, which is what the libc function would do anyway.
+// Contract: real_<name> stands for the next definition of <name> after the
+// shim (what dlsym(RTLD_NEXT) finds), resolved on its first use, not at
+// start-up: most processes call a handful of the ~75 hooked names, and each
+// resolution costs a hash look-up. A real_<name> is used as the function
+// pointer itself (real_read(fd, buf, n); real_x != nullptr: libc has it).
+// The constructor calls prepare_resolution(), after which a resolution is
+// async-signal-safe (a look-up in the loader's symbol tables, no lock, no
+// allocation: next_symbol.h); only where that look-up has no answer does it
+// ask dlsym. Wrappers never call dlsym themselves. A name libc lacks (an
+// older glibc) resolves to null, and its wrapper passes straight to the
+// kernel through a raw syscall, which is what the libc function would do.
 #pragma once
 
 #include <fcntl.h>
@@ -20,28 +27,45 @@
 
 namespace pipespin::interpose {
 
+// Every hooked name, in hooks.def order.
+enum class Hook : int {
+#define PIPESPIN_HOOK(ret, name, params) name,
+#include "interpose/hooks.def"
+#undef PIPESPIN_HOOK
+    kCount
+};
+
+// Resolves h now and stores it where real_<name> reads it; null if libc has
+// no such name.
+void* resolve_hook(Hook h) noexcept;
+// Once, from the constructor: finds the objects after the shim, so that
+// later resolutions need no loader lock.
+void prepare_resolution() noexcept;
+
+template <class Fn, Hook H>
+class Real {
+public:
+    Fn get() const noexcept {
+        void* p = slot.load(std::memory_order_acquire);
+        if (p == nullptr) [[unlikely]]
+            p = resolve_hook(H);
+        return reinterpret_cast<Fn>(p);
+    }
+    // Used as the pointer itself: a call, a comparison with nullptr.
+    operator Fn() const noexcept { return get(); }
+
+    std::atomic<void*> slot{nullptr};
+};
+
 #define PIPESPIN_HOOK(ret, name, params) \
     using name##_fn = ret(*) params;     \
-    extern name##_fn real_##name;
+    extern Real<name##_fn, Hook::name> real_##name;
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
 
 // Set once everything is resolved and configured; wrappers that see it false
 // pass through.
 extern std::atomic<bool> g_ready;
-
-// Resolves every real_ pointer. Returns the name of a missing symbol that the
-// shim cannot work without, or null.
-const char* resolve_all() noexcept;
-
-// For hooks that are not async-signal-safe anyway (stdio): the real
-// function, resolved now if a call came before the constructor.
-void* resolve_one(const char* name) noexcept;
-template <class Fn>
-Fn lazy(Fn& real, const char* name) noexcept {
-    if (real == nullptr) real = reinterpret_cast<Fn>(resolve_one(name));
-    return real;
-}
 
 // Re-entry guard: set while the shim's own slow-path code (start-up,
 // logging, exit report) runs, so that any libc call it makes passes through.

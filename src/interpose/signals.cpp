@@ -289,11 +289,7 @@ int install_locked(int sig, const struct sigaction* act, struct sigaction& old) 
 }
 
 bool resolve_sigaction() {
-    if (real_sigaction != nullptr) return true;
-    // Before the constructor: resolve now (never reached from a handler:
-    // nothing is wrapped yet).
-    real_sigaction = reinterpret_cast<sigaction_fn>(dlsym(RTLD_NEXT, "sigaction"));
-    return real_sigaction != nullptr;
+    return real_sigaction != nullptr;  // resolved on first use (real.h)
 }
 
 int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
