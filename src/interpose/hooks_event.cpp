@@ -128,15 +128,22 @@ PIPESPIN_EXPORT int pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const str
 
 // ---- ppoll ------------------------------------------------------------------
 
+namespace {
+// ppoll and __ppoll_chk: before the constructor, inside the shim's own
+// code, or without a libc ppoll.
+int ppoll_unengaged(pollfd* fds, nfds_t nfds, const timespec* ts, const sigset_t* mask) {
+    if (real_ppoll != nullptr) return real_ppoll(fds, nfds, ts, mask);
+    timespec copy = ts != nullptr ? *ts : timespec{};
+    return static_cast<int>(to_libc(sys::raw(
+        SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+        ts != nullptr ? reinterpret_cast<long>(&copy) : 0, reinterpret_cast<long>(mask), 8)));
+}
+}  // namespace
+
 PIPESPIN_EXPORT int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* ts,
                           const sigset_t* mask) {
-    if (!engaged() || real_ppoll == nullptr) [[unlikely]] {
-        if (real_ppoll != nullptr) return real_ppoll(fds, nfds, ts, mask);
-        timespec copy = ts != nullptr ? *ts : timespec{};
-        return static_cast<int>(to_libc(sys::raw(
-            SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
-            ts != nullptr ? reinterpret_cast<long>(&copy) : 0, reinterpret_cast<long>(mask), 8)));
-    }
+    if (!engaged() || real_ppoll == nullptr) [[unlikely]]
+        return ppoll_unengaged(fds, nfds, ts, mask);
     return do_ppoll(fds, nfds, ts, mask);
 }
 
@@ -148,7 +155,7 @@ PIPESPIN_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct ti
         __chk_fail();
     }
     if (!engaged() || real_ppoll == nullptr) [[unlikely]]
-        return ppoll(fds, nfds, ts, mask);
+        return ppoll_unengaged(fds, nfds, ts, mask);
     return do_ppoll(fds, nfds, ts, mask);
 }
 

@@ -15,6 +15,20 @@
 
 #include <sys/syscall.h>
 
+// The libc functions a call of the program's may reach in the shim (and so
+// in a signal handler) are bound at load time, not lazily on first use: a
+// lazy binding in a handler would run the loader's resolver on the
+// handler's stack (kilobytes for its register save area), maybe a tiny
+// alternate stack. The rest (configuration, messages) bind lazily, so that
+// a process pays for the ones it uses.
+extern "C" {
+int clock_gettime(clockid_t, struct timespec*) noexcept __attribute__((noplt));
+int* __errno_location() noexcept __attribute__((noplt, const));
+void pthread_testcancel() __attribute__((noplt));
+void* memcpy(void*, const void*, std::size_t) noexcept __attribute__((noplt));
+int __libc_current_sigrtmin() noexcept __attribute__((noplt));
+}
+
 // Memory that start-up does not touch (buffers for a config file, a
 // /proc read, the fd table): kept together after everything else in .bss
 // (the shim links with --sort-section=name), so that the few small
