@@ -150,8 +150,7 @@ PIPESPIN_EXPORT int ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec
 PIPESPIN_EXPORT int __ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* ts,
                                 const sigset_t* mask, size_t fdslen) {
     if (fdslen / sizeof(*fds) < nfds) [[unlikely]] {
-        if (auto real = real___ppoll_chk.get())
-            return real(fds, nfds, ts, mask, fdslen);
+        if (auto real = real___ppoll_chk.get()) return real(fds, nfds, ts, mask, fdslen);
         __chk_fail();
     }
     if (!engaged() || real_ppoll == nullptr) [[unlikely]]

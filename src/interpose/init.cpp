@@ -74,27 +74,11 @@ void write_exit_report() noexcept {
 
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
-    prepare_resolution();
-    // The functions the shim cannot stand in for without (the rest are
-    // resolved on first use; a name an older libc lacks passes to the kernel).
-    const char* missing = real_read == nullptr    ? "read"
-                          : real_write == nullptr ? "write"
-                          : real_close == nullptr ? "close"
-                                                  : nullptr;
     Options options;
     OptionSources sources;
     stats_start();
     resolve_startup_options(options, sources);
     char line[256];
-    if (missing != nullptr) {
-        report::set_level(options.log());
-        report::set_log_file(options.log_file.view());
-        report_problems(true);
-        std::snprintf(line, sizeof line, "libc has no '%s'; pipespin stays in pass-through",
-                      missing);
-        report::write(LogLevel::Warn, line);
-        return;
-    }
     const Arm arm = apply_options(options, sources);
     report_problems(true);
     const int cpus = usable_cpus_seen();
@@ -108,15 +92,6 @@ __attribute__((constructor)) void pipespin_init() {
         report_resolved(options, sources, true);
     }
     watch_config();
-    // No lock is ever held across fork. The child writes as little as it
-    // can: each page it writes that it shares with its parent is a
-    // copy-on-write fault.
-    pthread_atfork(nullptr, nullptr, [] {
-        after_fork_child(stats_enabled() || report::enabled(LogLevel::Info));
-        stats_after_fork();
-        settings_after_fork();
-        signals_after_fork();
-    });
     g_ready.store(true, std::memory_order_release);
 }
 
@@ -128,6 +103,22 @@ __attribute__((destructor)) void pipespin_fini() {
 }
 
 }  // namespace
+
+void counters_are_read() noexcept {
+    // A forked child starts its own counters and clock: needed only where
+    // something reads them (statistics lines, the exit summary), so only
+    // then is there a fork handler (registering one costs every process,
+    // and each fork a call). Its locks need none (ProcessLock). A reload
+    // that turns lines on registers it then; the child writes as little as
+    // it can (each page it shares with its parent and writes is a
+    // copy-on-write fault).
+    static std::atomic<bool> registered{false};
+    if (registered.load(std::memory_order_relaxed) || registered.exchange(true)) return;
+    pthread_atfork(nullptr, nullptr, [] {
+        after_fork_child(stats_enabled() || report::enabled(LogLevel::Info));
+        stats_after_fork();
+    });
+}
 
 void before_stderr_closes() noexcept {
     if (!g_ready.load()) return;

@@ -32,11 +32,10 @@ bool same(const char* a, const char* b) noexcept {
 }  // namespace
 
 NextSymbols::NextSymbols(const void* self) noexcept {
-    Dl_info info;
-    link_map* map = nullptr;
-    if (dladdr1(self, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
-        map == nullptr)
+    dl_find_object found;
+    if (_dl_find_object(const_cast<void*>(self), &found) != 0 || found.dlfo_link_map == nullptr)
         return;
+    const link_map* map = found.dlfo_link_map;
     for (const link_map* l = map->l_next; l != nullptr && count_ < kMaxObjects; l = l->l_next) {
         Object o;
         o.base = l->l_addr;

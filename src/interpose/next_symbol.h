@@ -18,7 +18,8 @@ namespace pipespin::interpose {
 
 class NextSymbols {
 public:
-    // `self`: any address inside libpipespin.so.
+    // `self`: any address inside libpipespin.so. Async-signal-safe (the
+    // shim's object is found with _dl_find_object, which takes no lock).
     explicit NextSymbols(const void* self) noexcept;
     void* find(const char* name) const noexcept;
     // Objects it will search (0: none usable; find() then always says null).

@@ -31,8 +31,8 @@ std::atomic<void*>* const kSlots[] = {
 
 static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Hook::kCount));
 
-// The objects after the shim, found once (a dladdr, which takes the
-// loader's lock: never from a signal handler once the constructor ran).
+// The objects after the shim, found once, by the first resolution (it
+// takes no lock: _dl_find_object). 0: not yet, 1: being found, 2: ready.
 union NextStorage {
     constexpr NextStorage() : none() {}
     ~NextStorage() {}
@@ -40,23 +40,31 @@ union NextStorage {
     NextSymbols next;
 };
 constinit NextStorage g_next;
-std::atomic<bool> g_prepared{false};
+std::atomic<int> g_next_state{0};
+
+const void* self() noexcept {
+    return reinterpret_cast<const void*>(&resolve_hook);
+}
 
 }  // namespace
 
-void prepare_resolution() noexcept {
-    if (g_prepared.load(std::memory_order_acquire)) return;
-    new (&g_next.next) NextSymbols(reinterpret_cast<const void*>(&prepare_resolution));
-    g_prepared.store(true, std::memory_order_release);
-}
-
 void* resolve_hook(Hook h) noexcept {
-    // A call before the constructor (another library's constructor, say)
-    // prepares the look-up itself: the loader runs constructors in one
-    // thread, holding its lock recursively.
-    prepare_resolution();
     const auto i = static_cast<std::size_t>(h);
-    void* p = g_next.next.find(kNames[i]);
+    void* p = nullptr;
+    int state = g_next_state.load(std::memory_order_acquire);
+    if (state == 0 && g_next_state.compare_exchange_strong(state, 1, std::memory_order_acq_rel)) {
+        new (&g_next.next) NextSymbols(self());
+        g_next_state.store(2, std::memory_order_release);
+        state = 2;
+    }
+    if (state == 2) {
+        p = g_next.next.find(kNames[i]);
+    } else {
+        // Another thread (or the handler's interrupted thread) is finding
+        // them: look on our own, the same way.
+        const NextSymbols mine(self());
+        p = mine.find(kNames[i]);
+    }
     if (p == nullptr) p = dlsym(RTLD_NEXT, kNames[i]);  // not answered there (an IFUNC, say)
     if (p != nullptr) kSlots[i]->store(p, std::memory_order_release);
     return p;

@@ -5,10 +5,9 @@
 // start-up: most processes call a handful of the ~75 hooked names, and each
 // resolution costs a hash look-up. A real_<name> is used as the function
 // pointer itself (real_read(fd, buf, n); real_x != nullptr: libc has it).
-// The constructor calls prepare_resolution(), after which a resolution is
-// async-signal-safe (a look-up in the loader's symbol tables, no lock, no
-// allocation: next_symbol.h); only where that look-up has no answer does it
-// ask dlsym. Wrappers never call dlsym themselves. A name libc lacks (an
+// A resolution is async-signal-safe (a look-up in the loader's symbol
+// tables, no lock, no allocation: next_symbol.h); only where that look-up
+// has no answer does it ask dlsym. Wrappers never call dlsym themselves. A name libc lacks (an
 // older glibc) resolves to null, and its wrapper passes straight to the
 // kernel through a raw syscall, which is what the libc function would do.
 #pragma once
@@ -36,11 +35,8 @@ enum class Hook : int {
 };
 
 // Resolves h now and stores it where real_<name> reads it; null if libc has
-// no such name.
+// no such name. Async-signal-safe (but where only dlsym has the answer).
 void* resolve_hook(Hook h) noexcept;
-// Once, from the constructor: finds the objects after the shim, so that
-// later resolutions need no loader lock.
-void prepare_resolution() noexcept;
 
 template <class Fn, Hook H>
 class Real {
@@ -81,6 +77,10 @@ public:
 private:
     bool was_;
 };
+
+// init.cpp: statistics lines or the exit summary are on (at start-up or
+// after a reload): a forked child must start its own counters.
+void counters_are_read() noexcept;
 
 // init.cpp: the program is about to close its stderr (coreutils'
 // close_stdout at exit): what the shim writes there at exit (the summary at

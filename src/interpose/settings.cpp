@@ -13,6 +13,7 @@
 #include "interpose/report.h"
 #include "interpose/signals.h"
 #include "interpose/stats.h"
+#include "platform/process_lock.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -36,7 +37,7 @@ constinit int g_cpus = 1;
 // The file's text while it is parsed; untouched (no page) without a file.
 PIPESPIN_COLD char g_buf[kConfigMaxBytes + 1];
 
-std::atomic<bool> g_reloading{false};
+sys::ProcessLock g_reloading;  // a reload under way
 std::atomic<unsigned> g_reloads{0};
 
 // Problems of the last resolution, held until they can be reported.
@@ -115,7 +116,7 @@ void put_mode(Out& o, Mode m) noexcept {
 
 // Called by the engine at most every reload_ms, see engine.h.
 void reload() noexcept {
-    if (g_reloading.exchange(true, std::memory_order_acquire)) return;
+    if (!g_reloading.try_lock()) return;
     {
         BusyScope busy;
         const FileStamp now = stamp_path(g_path);
@@ -144,13 +145,22 @@ void reload() noexcept {
             report_resolved(options, sources, false);
         }
     }
-    g_reloading.store(false, std::memory_order_release);
+    g_reloading.unlock();
 }
 
 }  // namespace
 
+// Is any PIPESPIN_* variable set? One pass over the environment, instead of
+// a getenv (a pass each) for every option, in the process that sets none.
+static bool any_pipespin_variable() noexcept {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+        if (__builtin_strncmp(*e, "PIPESPIN_", 9) == 0) return true;
+    return false;
+}
+
 void resolve_startup_options(Options& options, OptionSources& sources) noexcept {
-    const char* path = ::secure_getenv("PIPESPIN_CONFIG");
+    const bool any = any_pipespin_variable();
+    const char* path = any ? ::secure_getenv("PIPESPIN_CONFIG") : nullptr;
     bool too_long = false;
     if (path != nullptr) {
         g_must_exist = true;
@@ -164,7 +174,7 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
         g_path = g_path_buf;
     }
-    if (capture_env(secure_env, nullptr, g_env) != 0) g_env_any = true;
+    if (any && capture_env(secure_env, nullptr, g_env) != 0) g_env_any = true;
     store_if_changed(g_cpus, sys::usable_cpus());
     resolve(options, sources);
     if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
@@ -178,6 +188,7 @@ Arm apply_options(Options& options, const OptionSources& sources) noexcept {
     report::set_level(options.log());
     report::set_log_file(options.log_file.view());
     configure(options, g_cpus);
+    if (!options.stats.empty() || options.log() >= LogLevel::Info) counters_are_read();
     configure_signals(anything_spins());
     return arm;
 }
@@ -237,12 +248,6 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
 
 void watch_config() noexcept {
     if (g_path[0] != '\0') set_reload_hook(reload);
-}
-
-void settings_after_fork() noexcept {
-    // Written only if set: see IoCounters::clear() on stores after fork.
-    if (g_reloading.load(std::memory_order_relaxed))
-        g_reloading.store(false, std::memory_order_relaxed);
 }
 
 int usable_cpus_seen() noexcept {

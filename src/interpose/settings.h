@@ -34,8 +34,6 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
 // Registers the live re-check with the engine, unless there is no file
 // location (PIPESPIN_CONFIG empty) or reload_ms is 0.
 void watch_config() noexcept;
-// In a child after fork(): a reload another thread was running is not.
-void settings_after_fork() noexcept;
 // For the exit report: how many reloads applied a changed file.
 unsigned reload_count() noexcept;
 

@@ -60,6 +60,7 @@
 #include "core/signals.h"
 #include "interpose/real.h"
 #include "interpose/trampoline.h"
+#include "platform/process_lock.h"
 #include "platform/sys.h"
 
 #define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
@@ -75,7 +76,7 @@ std::atomic<bool> g_armed{false};
 // Bit sig - 1: the shim installed a trampoline for sig (maybe since reset
 // to SIG_DFL by SA_RESETHAND). Written under the lock.
 std::atomic<std::uint64_t> g_wrapped{0};
-std::atomic<bool> g_lock{false};
+sys::ProcessLock g_lock;
 // Signals siginterrupt() asked to interrupt system calls: signal() then
 // installs without SA_RESTART, as glibc's own signal() does.
 std::atomic<std::uint64_t> g_sigintr{0};
@@ -172,10 +173,10 @@ public:
     Lock() noexcept {
         const std::uint64_t all = ~0ull;
         sys::change_sigmask(SIG_SETMASK, &all, &saved_);
-        while (g_lock.exchange(true, std::memory_order_acquire)) sys::sched_yield();
+        g_lock.lock();
     }
     ~Lock() {
-        g_lock.store(false, std::memory_order_release);
+        g_lock.unlock();
         sys::change_sigmask(SIG_SETMASK, &saved_, nullptr);
     }
     Lock(const Lock&) = delete;
@@ -405,12 +406,6 @@ void configure_signals(bool may_spin) noexcept {
     Lock lock;
     g_armed.store(may_spin, std::memory_order_seq_cst);
     sweep_locked();
-}
-
-void signals_after_fork() noexcept {
-    // Another thread may have held the lock when this one forked. Written
-    // only if set (a store after fork costs a page copy).
-    if (g_lock.load(std::memory_order_relaxed)) g_lock.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace pipespin::interpose

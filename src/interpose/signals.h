@@ -12,7 +12,4 @@ namespace pipespin::interpose {
 // Async-signal-safe. At start-up, no system call here.
 void configure_signals(bool may_spin) noexcept;
 
-// In a child after fork(): a lock another thread of the parent held is free.
-void signals_after_fork() noexcept;
-
 }  // namespace pipespin::interpose

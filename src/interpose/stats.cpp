@@ -9,6 +9,7 @@
 
 #include "core/engine.h"
 #include "core/out.h"
+#include "interpose/real.h"
 #include "interpose/report.h"
 #include "platform/sys.h"
 
@@ -120,7 +121,8 @@ void warn_unwritable(const TextValue& dest, int err) noexcept {
 }  // namespace
 
 void stats_start() noexcept {
-    mark_start();
+    // The pid and the clock wait until lines (or an A/B draw) need them
+    // (stats_resolve()): most processes never write a line.
     const char* name = program_invocation_short_name;
     std::size_t n = 0;
     if (name != nullptr)
@@ -144,12 +146,21 @@ void stats_after_fork() noexcept {
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
-    // Lines turned on in a forked child that started without them: its
-    // counters begin now (the fork left the parent's in place).
-    if (!options.stats.empty() && !g_enabled.load(std::memory_order_relaxed) &&
-        sys::raw(SYS_getpid) != g_pid) {
+    const bool lines = !options.stats.empty();
+    // No lines, no experiment, now or before: nothing to keep (a start-up
+    // that writes nothing here).
+    static bool kept = false;
+    if (!lines && !ab_configured && !kept) return Arm::None;
+    kept = true;
+    if (lines && !g_enabled.load(std::memory_order_relaxed)) {
+        // Lines turn on: this process's pid and clock from now. After
+        // start-up (a reload), what was counted before is not in them (in
+        // a forked child without a fork handler, that includes its
+        // parent's counts).
         mark_start();
-        fd_table().new_process();
+        if (g_ready.load(std::memory_order_acquire)) fd_table().new_process();
+    } else if (g_pid == 0) {
+        g_pid = sys::raw(SYS_getpid);  // for the arm's draw
     }
     const int cur = g_current.load(std::memory_order_relaxed);
     Settled& next = g_settled[1 - cur];

@@ -26,6 +26,8 @@ int clock_gettime(clockid_t, struct timespec*) noexcept __attribute__((noplt));
 int* __errno_location() noexcept __attribute__((noplt, const));
 void pthread_testcancel() __attribute__((noplt));
 void* memcpy(void*, const void*, std::size_t) noexcept __attribute__((noplt));
+struct dl_find_object;
+int _dl_find_object(void*, struct dl_find_object*) noexcept __attribute__((noplt));
 int __libc_current_sigrtmin() noexcept __attribute__((noplt));
 }
 
