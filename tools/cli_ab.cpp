@@ -330,6 +330,7 @@ Chart ab_chart(const ArmRuns (&arms)[2], const Test& t, const AbArgs& a) {
                  "set title {}\n"
                  "set ylabel 'wall time per run (ms)'\n"
                  "set xrange [0.4:2.8]\n"
+                 "set offsets 0, 0, graph 0.05, 0\n"
                  "set grid ytics\n"
                  "set style fill solid 0.25 border -1\n"
                  "set boxwidth 0.4 absolute\n"
@@ -349,8 +350,7 @@ Chart ab_chart(const ArmRuns (&arms)[2], const Test& t, const AbArgs& a) {
 
 std::string ab_usage() {
     return usage_entry(
-        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] "
-        "[--plot OUT.png]\n"
+        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--plot FILE]\n"
         "              [--] CMD [ARGS...]\n",
         "A/B test of the shim on CMD: N runs (default 10) per arm after W warm-up runs "
         "(default 1), control and treatment alternating (ABBA). Both arms preload the shim; "
@@ -364,8 +364,8 @@ std::string ab_usage() {
         "for CPU time and for voluntary context switches, which are reported per run and "
         "per call the shim saw. --json: one object; --plot: the runs of both arms as a PNG "
         "(gnuplot), a box per arm (quartiles, whiskers to min and max, a line at the median) "
-        "with every run as a point; --plot FILE.gp writes the gnuplot script instead, data "
-        "included, which draws FILE.png when run. Fails if CMD fails in any run.");
+        "with every run as a point; a FILE ending in .gp gets the gnuplot script instead, data "
+        "included, which draws the PNG of the same name when run. Fails if CMD fails in any run.");
 }
 
 int ab_main(Args args) {

@@ -112,7 +112,7 @@ std::optional<std::string> locate_tool(std::string_view tool, std::string* note)
 std::string bench_matrix_usage() {
     return usage_entry(
         "  pipespin bench matrix [--rounds R] [--cases LIST] [--quick] [--spin-us N]\n"
-        "                        [--markdown FILE] [--json FILE] [--plot FILE.png|FILE.gp]\n",
+        "                        [--markdown FILE] [--json FILE] [--plot FILE]\n",
         fmt::format(
             "Run whole programs in five configurations, interleaved round after round: no "
             "shim, an empty preload ({}, a library with one symbol, found beside the library; "
@@ -128,8 +128,9 @@ std::string bench_matrix_usage() {
             "switches (of the whole process tree, from wait4), the ratios to no shim, "
             "per-operation figures, what each arm adds to process start and fork, the "
             "placements, and the acceptance checks; --json also writes every sample, --plot "
-            "draws the wall ratios with gnuplot (FILE.gp: the gnuplot script instead, data "
-            "included, which draws FILE.png when run). The perf bench and dd | cat cases also "
+            "draws the wall ratios with gnuplot as a PNG (a FILE ending in .gp gets the gnuplot "
+            "script instead, data included, which draws the PNG of the same name when run). The "
+            "perf bench and dd | cat cases also "
             "run their floor each round, the same pipe traffic within one thread without the "
             "shim: no-shim median wall / (operations x floor median per operation) bounds the "
             "wall speed-up any spinning could reach here, and a speed-up check whose threshold "
