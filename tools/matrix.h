@@ -3,7 +3,8 @@
 //   cli_matrix.cpp     arguments, --help, and the rounds (what runs when)
 //   matrix_cases.cpp   the case catalogue: command lines, scales, set-up
 //   matrix_run.cpp     running one sample and measuring it; summaries
-//   matrix_report.cpp  the acceptance checks, Markdown and JSON
+//   matrix_checks.cpp  the acceptance checks
+//   matrix_report.cpp  Markdown and JSON
 //   matrix_plot.cpp    the chart
 //
 // Everything here runs in the CLI process, never inside a host program.
@@ -179,6 +180,25 @@ void check_preload(const std::string& cat, const Report& rep, const ArmEnvironme
 void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms);
 Host host_facts();
 std::string load_average();
+
+// ---- matrix_checks.cpp ------------------------------------------------------
+
+// One acceptance line.
+struct Check {
+    std::string what{};
+    std::string value = "not run";
+    std::string threshold{};
+    std::optional<double> bound{};  // for a wall speed-up of a case with a floor
+    Verdict verdict = Verdict::NotRun;
+};
+
+std::vector<Check> acceptance(const Report& rep);
+std::string_view verdict_name(Verdict v);
+std::string verdict_text(const Check& c);
+const CaseRun* find_run(const Report& rep, std::string_view id);
+// The median figure an arm added over no shim (µs per process, KiB), if
+// both ran.
+std::optional<double> added(const Report& rep, const CaseRun& r, std::size_t arm);
 
 // ---- matrix_report.cpp ------------------------------------------------------
 
