@@ -7,8 +7,9 @@
 //
 // Contract with `bench`: on success the worker prints one number and nothing
 // else on stdout (pingpong, floor: the mean µs per round trip; floor-blocks:
-// the mean µs of copying a 64 KiB block in and out; sparse: the consumer's CPU µs over its
-// reads); anything else goes to stderr with a nonzero exit. --expect-shim /
+// the mean µs of copying a 64 KiB block in and out; sparse: the consumer's
+// CPU µs over its reads; spawn, fork: the mean µs per process); anything
+// else goes to stderr with a nonzero exit. --expect-shim /
 // --expect-no-shim make the worker fail when the shim's presence is not what
 // the configuration needs, so a library the loader refused (it says so on
 // stderr and carries on) cannot pass for a measurement of the shim.
@@ -17,6 +18,7 @@
 //   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker floor-blocks [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker sparse [--expect-shim|--expect-no-shim] N
+//   pipespin bench-worker spawn|fork [--expect-shim|--expect-no-shim] N
 //   pipespin bench-worker relay|feed ...   (coverage_worker.cpp)
 //
 // floor, floor-blocks: the pipe traffic of a ping-pong (N round trips) or of
@@ -33,12 +35,20 @@
 // at a time until EOF. What it prints is the user+system CPU the consumer
 // spent from its first read to EOF (not its start-up, which is the same in
 // every arm and would only dilute the difference spinning makes).
+//
+// spawn: N times posix_spawn of /bin/true and wait for it, one after
+// another; the child inherits this process's environment, so a preload
+// here is a preload there: the cost of starting a process in a wrapped tree.
+// fork: N times fork, _exit in the child, wait: what the library costs a
+// fork that does not exec (its atfork work and its pages' copy-on-write).
 #include <fcntl.h>
 #include <link.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -51,6 +61,8 @@
 
 #include "cli.h"
 #include "common.h"
+
+extern char** environ;
 
 namespace pipespin::cli {
 namespace {
@@ -307,6 +319,46 @@ double sparse_consumer_cpu(std::uint64_t n) {
     return cpu1 - cpu0;
 }
 
+// One process after another, each waited for before the next starts.
+template <typename Start>
+double processes(std::uint64_t n, std::string_view what, Start start) {
+    auto run = [&](std::uint64_t count) {
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const pid_t pid = start();
+            if (pid < 0) check(errno, what);
+            int status = 0;
+            while (::waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR) check(errno, "waitpid");
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                throw Failure(kExitFailure, fmt::format("bench-worker: {}: a child {}", what,
+                                                        describe_wait_status(status)));
+        }
+    };
+    run(warmup_of(n));
+    const auto t0 = Clock::now();
+    run(n);
+    return us_per(Clock::now() - t0, n);
+}
+
+double spawn_true(std::uint64_t n) {
+    char arg0[] = "true";
+    char* argv[] = {arg0, nullptr};
+    return processes(n, "posix_spawn /bin/true", [&] {
+        pid_t pid = -1;
+        const int rc = ::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ);
+        if (rc != 0) errno = rc;
+        return rc == 0 ? pid : -1;
+    });
+}
+
+double fork_exit(std::uint64_t n) {
+    return processes(n, "fork", [] {
+        const pid_t pid = ::fork();
+        if (pid == 0) ::_exit(0);
+        return pid;
+    });
+}
+
 bool shim_loaded() {
     bool found = false;
     ::dl_iterate_phdr(
@@ -327,7 +379,9 @@ int bench_worker_main(Args args) {
     ArgCursor cur("bench-worker", args);
     const std::string_view kind = cur.take_word();
     if (kind == "relay" || kind == "feed") return coverage_worker(kind, cur);
-    if (kind != "pingpong" && kind != "floor" && kind != "floor-blocks" && kind != "sparse")
+    constexpr std::string_view kLoops[] = {"pingpong", "floor", "floor-blocks",
+                                           "sparse",   "spawn", "fork"};
+    if (std::find(std::begin(kLoops), std::end(kLoops), kind) == std::end(kLoops))
         throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
     bool threads = false;
     std::optional<bool> expect_shim;
@@ -351,6 +405,8 @@ int bench_worker_main(Args args) {
                                                 *expect_shim ? "loaded" : "absent"));
 
     const double us = kind == "sparse"         ? sparse_consumer_cpu(n)
+                      : kind == "spawn"        ? spawn_true(n)
+                      : kind == "fork"         ? fork_exit(n)
                       : kind == "floor"        ? floor_one_thread(n)
                       : kind == "floor-blocks" ? floor_blocks(n)
                       : threads                ? pingpong_threads(n)

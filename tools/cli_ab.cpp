@@ -12,7 +12,9 @@
 // The test: the ratio of the arms' median wall times (control/treatment:
 // above 1, the treatment is faster) and its 95% percentile bootstrap
 // interval (seeded, so a report can be reproduced). A verdict of faster or
-// slower only when the interval excludes 1.
+// slower only when the interval excludes 1. The same ratio and interval for
+// CPU time and for voluntary context switches (from the same rusage: the
+// waits that slept, which a spin that pays saves), beside the time.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -34,6 +37,7 @@
 #include "cli.h"
 #include "common.h"
 #include "json_reader.h"
+#include "plot.h"
 #include "stats_lines.h"
 
 namespace pipespin::cli {
@@ -66,6 +70,7 @@ struct RunStats {  // the shim's view of one run (its whole process tree)
 struct ArmRuns {
     std::string name;  // "control", "treatment"
     std::vector<double> wall_ms, user_ms, sys_ms;
+    std::vector<double> vol_cs, invol_cs;  // context switches of the run's process tree
     std::vector<RunStats> shim;
 };
 
@@ -94,12 +99,19 @@ struct Test {
     std::string verdict;
 };
 
+// a / b, where counts (context switches) may be zero: 0/0 is no difference
+// (1), a/0 is +inf; never NaN, which would break the sort below.
+double ratio_of(double a, double b) {
+    if (b != 0) return a / b;
+    return a == 0 ? 1 : std::numeric_limits<double>::infinity();
+}
+
 // Percentile bootstrap of the ratio of medians: each arm resampled with
 // replacement on its own, kResamples times, from a seeded generator.
 Test bootstrap(const std::vector<double>& control, const std::vector<double>& treatment,
                std::uint64_t seed) {
     Test t;
-    t.ratio = median(control) / median(treatment);
+    t.ratio = ratio_of(median(control), median(treatment));
     std::mt19937_64 rng(seed);
     std::vector<double> ratios;
     ratios.reserve(kResamples);
@@ -109,7 +121,7 @@ Test bootstrap(const std::vector<double>& control, const std::vector<double>& tr
     for (int r = 0; r < kResamples; ++r) {
         for (double& x : a) x = control[pick_a(rng)];
         for (double& x : b) x = treatment[pick_b(rng)];
-        ratios.push_back(median(a) / median(b));
+        ratios.push_back(ratio_of(median(a), median(b)));
     }
     std::sort(ratios.begin(), ratios.end());
     const double tail = (1 - kConfidence) / 2;
@@ -158,21 +170,6 @@ AbArgs parse_args(Args args) {
     return a;
 }
 
-// A private directory for the runs' statistics files, removed at the end.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "pipespin-ab.XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) == nullptr)
-            throw Failure(kExitFailure, fmt::format("ab: mkdtemp: {}", std::strerror(errno)));
-        path = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
 RunStats read_run_stats(const fs::path& file, std::string_view arm) {
     RunStats rs;
     std::ifstream in(file, std::ios::binary);
@@ -198,6 +195,15 @@ RunStats read_run_stats(const fs::path& file, std::string_view arm) {
     return rs;
 }
 
+// A ratio of counts may divide by zero (a run without one context switch):
+// JSON null and a dash then, not inf or nan.
+std::string json_ratio(double r) {
+    return std::isfinite(r) ? fmt::format("{:.6f}", r) : "null";
+}
+std::string ratio_or_dash(double r) {
+    return std::isfinite(r) ? fmt::format("{:.3f}", r) : "-";
+}
+
 std::string fmt_ms(double ms) {
     return ms >= 10000 ? fmt::format("{:.2f} s", ms / 1000) : fmt::format("{:.1f} ms", ms);
 }
@@ -206,6 +212,9 @@ std::string fmt_ms(double ms) {
 struct ShimMedians {
     double processes, calls, waits, spins, hits, spin_ms, sleep_ms;
     std::size_t runs_without = 0, wrong_arm = 0;
+    // Voluntary context switches per call the shim saw, the median over the
+    // runs that made calls (nullopt: none did).
+    std::optional<double> vol_cs_per_call;
 };
 ShimMedians shim_medians(const ArmRuns& arm) {
     auto med = [&](auto get) {
@@ -221,10 +230,15 @@ ShimMedians shim_medians(const ArmRuns& arm) {
     m.hits = med([](const RunStats& r) { return double(r.total.spin_hits); });
     m.spin_ms = med([](const RunStats& r) { return r.total.spin_ns / 1e6; });
     m.sleep_ms = med([](const RunStats& r) { return r.total.sleep_ns / 1e6; });
-    for (const RunStats& r : arm.shim) {
+    std::vector<double> per_call;
+    for (std::size_t i = 0; i < arm.shim.size(); ++i) {
+        const RunStats& r = arm.shim[i];
         m.runs_without += r.processes == 0;
         m.wrong_arm += r.wrong_arm;
+        if (r.total.calls > 0 && i < arm.vol_cs.size())
+            per_call.push_back(arm.vol_cs[i] / static_cast<double>(r.total.calls));
     }
+    if (!per_call.empty()) m.vol_cs_per_call = median(per_call);
     return m;
 }
 
@@ -247,6 +261,10 @@ void print_arm(const ArmRuns& arm) {
     fmt::print("  Range (min … max): {:>10} … {:>9}    median {}, {} runs\n", fmt_ms(s.min),
                fmt_ms(s.max), fmt_ms(s.median), arm.wall_ms.size());
     const ShimMedians m = shim_medians(arm);
+    fmt::print("  Context switches (median per run): {:.0f} voluntary{}, {:.0f} involuntary\n",
+               median(arm.vol_cs),
+               m.vol_cs_per_call ? fmt::format(" ({:.3f} per call)", *m.vol_cs_per_call) : "",
+               median(arm.invol_cs));
     fmt::print(
         "  Shim (median per run): {:.0f} processes, {:.0f} calls, {:.0f} waits, {:.0f} "
         "spins",
@@ -274,77 +292,65 @@ std::string arm_json(const ArmRuns& arm) {
     const ShimMedians m = shim_medians(arm);
     return fmt::format(
         "{{\"median_wall_ms\":{:.4f},\"mean_wall_ms\":{:.4f},\"sigma_wall_ms\":{:.4f},"
-        "\"min_wall_ms\":{:.4f},\"max_wall_ms\":{:.4f},\"median_user_ms\":{:.4f},"
+        "\"min_wall_ms\":{:.4f},\"max_wall_ms\":{:.4f},\"q1_wall_ms\":{:.4f},"
+        "\"q3_wall_ms\":{:.4f},\"median_user_ms\":{:.4f},"
         "\"median_sys_ms\":{:.4f},\"wall_ms\":[{:.4f}],\"user_ms\":[{:.4f}],\"sys_ms\":[{:.4f}],"
+        "\"median_vol_cs\":{},\"median_invol_cs\":{},\"vol_cs_per_call\":{},"
+        "\"vol_cs\":[{}],\"invol_cs\":[{}],"
         "\"shim_median\":{{\"processes\":{},\"calls\":{},\"waits\":{},\"spins\":{},"
         "\"spin_hits\":{},\"spin_ms\":{:.4f},\"sleep_ms\":{:.4f}}},\"runs_without_stats\":{},"
         "\"description\":{}}}",
-        s.median, w.mean, w.sigma, s.min, s.max, median(arm.user_ms), median(arm.sys_ms),
-        fmt::join(arm.wall_ms, ","), fmt::join(arm.user_ms, ","), fmt::join(arm.sys_ms, ","),
-        m.processes, m.calls, m.waits, m.spins, m.hits, m.spin_ms, m.sleep_ms, m.runs_without,
-        json_string(describe_arm(arm)));
+        s.median, w.mean, w.sigma, s.min, s.max, s.q1, s.q3, median(arm.user_ms),
+        median(arm.sys_ms), fmt::join(arm.wall_ms, ","), fmt::join(arm.user_ms, ","),
+        fmt::join(arm.sys_ms, ","), median(arm.vol_cs), median(arm.invol_cs),
+        m.vol_cs_per_call ? fmt::format("{:.6f}", *m.vol_cs_per_call) : "null",
+        fmt::join(arm.vol_cs, ","), fmt::join(arm.invol_cs, ","), m.processes, m.calls, m.waits,
+        m.spins, m.hits, m.spin_ms, m.sleep_ms, m.runs_without, json_string(describe_arm(arm)));
 }
 
-std::string gnuplot_string(std::string_view s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-}
-
-// Per-run wall times of both arms: a box per arm and every run as a point.
-void draw_plot(const ArmRuns& control, const ArmRuns& treatment, const Test& t, const AbArgs& a,
-               const std::string& png) {
-    const std::optional<std::string> gnuplot = resolve_command("gnuplot");
-    if (!gnuplot)
-        throw Failure(kExitFailure, "ab: --plot needs gnuplot (Debian package gnuplot-nox)");
-    TempDir dir;
-    std::string data;
-    const ArmRuns* arms[] = {&control, &treatment};
-    for (int i = 0; i < 2; ++i)
-        for (std::size_t r = 0; r < arms[i]->wall_ms.size(); ++r)
-            data += fmt::format("{} {:.4f} {:.3f}\n", i + 1, arms[i]->wall_ms[r],
-                                // a deterministic spread of the points around the box
-                                (static_cast<double>(r % 7) - 3) * 0.03);
-    std::ofstream(dir.path / "runs.dat") << data;
-    const std::string script = fmt::format(
-        "set terminal pngcairo size 900,600 noenhanced font 'sans,10'\n"
-        "set output {}\n"
-        "set title {}\n"
-        "set ylabel 'wall time per run (ms)'\n"
-        "set xtics ('control (mode off)' 1, 'treatment' 2)\n"
-        "set xrange [0.4:2.6]\n"
-        "set grid ytics\n"
-        "set style fill solid 0.25 border -1\n"
-        "set style boxplot nooutliers\n"
-        "set boxwidth 0.4\n"
-        "unset key\n"
-        "plot {} using 1:2 with boxplot lc rgb '#4060c0', \\\n"
-        "     {} using ($1 + $3):2 with points pt 7 ps 0.8 lc rgb '#c04040'\n",
-        gnuplot_string(png),
-        gnuplot_string(fmt::format("pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI "
-                                   "[{:.3f}, {:.3f}]: {}",
-                                   shell_join(a.command).substr(0, 60), control.wall_ms.size(),
-                                   t.ratio, t.ci_low, t.ci_high, t.verdict)),
-        gnuplot_string((dir.path / "runs.dat").string()),
-        gnuplot_string((dir.path / "runs.dat").string()));
-    std::ofstream(dir.path / "ab.gp") << script;
-    std::error_code ec;
-    fs::remove(png, ec);
-    Measured m = spawn_measure(*gnuplot, {"gnuplot", (dir.path / "ab.gp").string()},
-                               Environment::current(), {true, true});
-    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
-        fs::file_size(png, ec) == 0 || ec)
-        throw Failure(kExitFailure,
-                      fmt::format("ab: gnuplot {} and did not write {}: {}",
-                                  describe_wait_status(m.wait_status), png, printable(m.err)));
+// The runs of both arms: per arm a box from its quartiles (summarize(), the
+// figures --json prints) with whiskers to its min and max, a line at its
+// median, and each run as a point beside it; one arm per x position.
+Chart ab_chart(const ArmRuns (&arms)[2], const Test& t, const AbArgs& a) {
+    std::string boxes, runs;
+    for (int i = 0; i < 2; ++i) {
+        const Summary s = summarize(arms[i].wall_ms);
+        boxes += fmt::format("{} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} \"{}\"\n", i + 1, s.q1, s.min,
+                             s.max, s.q3, s.median, i == 0 ? "control (mode off)" : "treatment");
+        for (std::size_t r = 0; r < arms[i].wall_ms.size(); ++r)
+            runs += fmt::format("{} {:.4f}\n",
+                                // a deterministic spread of the points beside the box
+                                i + 1 + 0.32 + (static_cast<double>(r % 7) - 3) * 0.02,
+                                arms[i].wall_ms[r]);
+    }
+    Chart c;
+    c.body = gnuplot_datablock("boxes", "# x q1 min max q3 median label\n" + boxes) +
+             gnuplot_datablock("runs", "# x wall_ms\n" + runs) +
+             fmt::format(
+                 "set title {}\n"
+                 "set ylabel 'wall time per run (ms)'\n"
+                 "set xrange [0.4:2.8]\n"
+                 "set offsets 0, 0, graph 0.05, 0\n"
+                 "set grid ytics\n"
+                 "set style fill solid 0.25 border -1\n"
+                 "set boxwidth 0.4 absolute\n"
+                 "unset key\n"
+                 "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
+                 "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
+                 "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
+                 "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
+                 gnuplot_string(fmt::format(
+                     "pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI [{:.3f}, {:.3f}]: {}",
+                     shell_join(a.command).substr(0, 60), arms[0].wall_ms.size(), t.ratio, t.ci_low,
+                     t.ci_high, t.verdict)));
+    return c;
 }
 
 }  // namespace
 
 std::string ab_usage() {
     return usage_entry(
-        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] "
-        "[--plot OUT.png]\n"
+        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--plot FILE]\n"
         "              [--] CMD [ARGS...]\n",
         "A/B test of the shim on CMD: N runs (default 10) per arm after W warm-up runs "
         "(default 1), control and treatment alternating (ABBA). Both arms preload the shim; "
@@ -354,8 +360,12 @@ std::string ab_usage() {
         "tree (mean ± σ, range, median), the shim's counters, the ratio of median wall times "
         "(control/treatment, above 1 = treatment faster) with a 95% bootstrap interval "
         "(10000 resamples, seed S, default 1), and a verdict: faster or slower only when the "
-        "interval excludes 1, else no significant difference. --json: one object; --plot: "
-        "the runs of both arms as a PNG (gnuplot). Fails if CMD fails in any run.");
+        "interval excludes 1, else no significant difference; the same ratio and interval "
+        "for CPU time and for voluntary context switches, which are reported per run and "
+        "per call the shim saw. --json: one object; --plot: the runs of both arms as a PNG "
+        "(gnuplot), a box per arm (quartiles, whiskers to min and max, a line at the median) "
+        "with every run as a point; a FILE ending in .gp gets the gnuplot script instead, data "
+        "included, which draws the PNG of the same name when run. Fails if CMD fails in any run.");
 }
 
 int ab_main(Args args) {
@@ -382,8 +392,15 @@ int ab_main(Args args) {
         preload_with(preload_without_shim(base.get("LD_PRELOAD").value_or("")), library));
     if (a.config) base.set("PIPESPIN_CONFIG", fs::absolute(*a.config).string());
 
-    TempDir tmp;
-    ArmRuns arms[2] = {{"control", {}, {}, {}, {}}, {"treatment", {}, {}, {}, {}}};
+    // gnuplot first: a missing one is better said before the runs than after.
+    std::optional<std::string> gnuplot;
+    if (a.plot && !chart_is_script(*a.plot) && !(gnuplot = resolve_command("gnuplot")))
+        throw Failure(kExitFailure, "ab: --plot needs gnuplot (Debian package gnuplot-nox)");
+
+    const TempDir tmp("pipespin-ab");
+    ArmRuns arms[2];
+    arms[0].name = "control";
+    arms[1].name = "treatment";
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     const std::uint64_t total = 2 * (a.runs + a.warmup);
     std::uint64_t done = 0;
@@ -392,7 +409,8 @@ int ab_main(Args args) {
                    shell_join(a.command), a.runs, a.warmup);
 
     auto run_one = [&](int arm, bool measured, std::uint64_t index) {
-        const fs::path stats = tmp.path / fmt::format("{}-{}.jsonl", arms[arm].name, index);
+        const fs::path stats =
+            fs::path(tmp.path()) / fmt::format("{}-{}.jsonl", arms[arm].name, index);
         Environment env = base;
         env.set("PIPESPIN_AB", arm == 0 ? "0" : "100");
         env.set("PIPESPIN_STATS", stats.string());
@@ -412,6 +430,8 @@ int ab_main(Args args) {
         arms[arm].wall_ms.push_back(m.wall_us / 1000);
         arms[arm].user_ms.push_back(m.user_us / 1000);
         arms[arm].sys_ms.push_back(m.sys_us / 1000);
+        arms[arm].vol_cs.push_back(static_cast<double>(m.vol_cs));
+        arms[arm].invol_cs.push_back(static_cast<double>(m.invol_cs));
         arms[arm].shim.push_back(read_run_stats(stats, arms[arm].name));
     };
     // ABBA: control first in even rounds, treatment first in odd ones.
@@ -433,7 +453,8 @@ int ab_main(Args args) {
             tr.push_back(arms[1].user_ms[i] + arms[1].sys_ms[i]);
         return bootstrap(c, tr, a.seed);
     }();
-    if (a.plot) draw_plot(arms[0], arms[1], t, a, *a.plot);
+    const Test cs_t = bootstrap(arms[0].vol_cs, arms[1].vol_cs, a.seed);
+    if (a.plot) write_chart("ab", ab_chart(arms, t, a), *a.plot, gnuplot, Environment::current());
 
     // hyperfine's "N.NN ± 0.0N times faster": ratio of means, error propagated.
     const Moments mc = moments(arms[0].wall_ms), mt = moments(arms[1].wall_ms);
@@ -448,6 +469,7 @@ int ab_main(Args args) {
             "\"ci_low\":{:.6f},\"ci_high\":{:.6f},\"confidence\":{},\"resamples\":{},"
             "\"seed\":{},\"verdict\":{},\"mean_ratio\":{:.6f},\"mean_ratio_sigma\":{:.6f},"
             "\"cpu_ratio\":{:.6f},\"cpu_ci_low\":{:.6f},\"cpu_ci_high\":{:.6f},"
+            "\"vol_cs_ratio\":{},\"vol_cs_ci_low\":{},\"vol_cs_ci_high\":{},"
             "\"arms\":{{\"control\":{},\"treatment\":{}}}}}\n",
             [&] {
                 std::vector<std::string> q;
@@ -456,7 +478,9 @@ int ab_main(Args args) {
             }(),
             a.runs, a.warmup, t.ratio, t.ci_low, t.ci_high, kConfidence, kResamples, a.seed,
             json_string(t.verdict), treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma,
-            cpu_t.ratio, cpu_t.ci_low, cpu_t.ci_high, arm_json(arms[0]), arm_json(arms[1]));
+            cpu_t.ratio, cpu_t.ci_low, cpu_t.ci_high, json_ratio(cs_t.ratio),
+            json_ratio(cs_t.ci_low), json_ratio(cs_t.ci_high), arm_json(arms[0]),
+            arm_json(arms[1]));
         return kExitOk;
     }
     fmt::print("Benchmark: {}\n\n", shell_join(a.command));
@@ -469,6 +493,8 @@ int ab_main(Args args) {
                t.ratio, t.ci_low, t.ci_high);
     fmt::print("  CPU (user+sys), ratio of medians: {:.3f}, 95% CI [{:.3f}, {:.3f}]\n", cpu_t.ratio,
                cpu_t.ci_low, cpu_t.ci_high);
+    fmt::print("  voluntary context switches, ratio of medians: {}, 95% CI [{}, {}]\n",
+               ratio_or_dash(cs_t.ratio), ratio_or_dash(cs_t.ci_low), ratio_or_dash(cs_t.ci_high));
     fmt::print("  (percentile bootstrap, {} resamples, seed {}; above 1 = treatment lower)\n",
                kResamples, a.seed);
     if (t.verdict == "no significant difference")

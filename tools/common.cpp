@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -152,6 +153,13 @@ std::vector<std::string> library_search_path() {
     return out;
 }
 
+std::optional<std::string> empty_library_beside(const std::string& library) {
+    const std::string path = (fs::path(library).parent_path() / kEmptyLibraryName).string();
+    if (!is_readable_file(path) || path.find_first_of(kPreloadSeparators) != std::string::npos)
+        return std::nullopt;
+    return path;
+}
+
 std::vector<std::string> split_preload(std::string_view value) {
     std::vector<std::string> out;
     while (!value.empty()) {
@@ -233,14 +241,26 @@ void Environment::set_preload(const std::string& value) {
         set("LD_PRELOAD", value);
 }
 
-ArmEnvironments::ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us)
-    : library_(std::move(library)), spin_us_(spin_us), base_(Environment::current()) {
+ArmEnvironments::ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us,
+                                 std::optional<std::string> empty_library)
+    : library_(std::move(library)),
+      empty_library_(std::move(empty_library)),
+      spin_us_(spin_us),
+      base_(Environment::current()) {
     base_.unset_prefix("PIPESPIN_");
     other_preloads_ = preload_without_shim(base_.get("LD_PRELOAD").value_or(""));
     base_.set_preload(other_preloads_);
 }
 
 Environment ArmEnvironments::of(const ArmKind& arm) const {
+    if (arm.empty_preload) {
+        if (!empty_library_)
+            throw std::logic_error("an empty preload arm without libpipespin-empty.so");
+        Environment env = base_;
+        env.set_preload(other_preloads_.empty() ? *empty_library_
+                                                : *empty_library_ + ":" + other_preloads_);
+        return env;
+    }
     if (!arm.mode) return base_;
     Environment env = base_;
     env.set_preload(preload_with(other_preloads_, library_));
@@ -267,7 +287,7 @@ Captured spawn_capture(const std::string& path, const std::vector<std::string>& 
 
 namespace {
 
-// An anonymous file for a child's output; closed on scope exit.
+// An anonymous file; closed on scope exit.
 class MemoryFile {
 public:
     explicit MemoryFile(const char* name) : fd_(::memfd_create(name, MFD_CLOEXEC)) {
@@ -291,6 +311,16 @@ public:
         }
         return out;
     }
+    void fill(std::string_view text) const {
+        for (std::size_t at = 0; at < text.size();) {
+            ssize_t n = ::pwrite(fd_, text.data() + at, text.size() - at, static_cast<off_t>(at));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0)
+                throw Failure(kExitFailure,
+                              fmt::format("writing a child's input: {}", std::strerror(errno)));
+            at += static_cast<std::size_t>(n);
+        }
+    }
 
 private:
     int fd_;
@@ -302,19 +332,34 @@ double to_us(const timeval& tv) {
 
 }  // namespace
 
-Measured spawn_measure(const std::string& path, const std::vector<std::string>& argv,
-                       const Environment& env, SpawnIo io) {
-    MemoryFile out("pipespin-stdout");
-    std::optional<MemoryFile> err;
-    if (io.capture_stderr) err.emplace("pipespin-stderr");
+// The child's input and output; the fds it reads and writes are dup2'ed
+// copies, so these close in the parent only.
+class Child::Files {
+public:
+    MemoryFile out{"pipespin-stdout"};
+    std::optional<MemoryFile> err, in;
+};
+
+Child::Child(const std::string& path, const std::vector<std::string>& argv, const Environment& env,
+             const SpawnIo& io)
+    : files_(std::make_unique<Files>()) {
+    if (io.capture_stderr) files_->err.emplace("pipespin-stderr");
+    if (io.input) {
+        files_->in.emplace("pipespin-stdin");
+        files_->in->fill(*io.input);
+    }
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    if (io.null_stdin)
+    // A memory file read through a dup2'ed fd starts at offset 0: pwrite
+    // left the shared offset there.
+    if (files_->in)
+        posix_spawn_file_actions_adddup2(&actions, files_->in->fd(), STDIN_FILENO);
+    else if (io.null_stdin)
         posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     // dup2 onto 1 and 2 clears FD_CLOEXEC there; the originals close at exec.
-    posix_spawn_file_actions_adddup2(&actions, out.fd(), STDOUT_FILENO);
-    if (err) posix_spawn_file_actions_adddup2(&actions, err->fd(), STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, files_->out.fd(), STDOUT_FILENO);
+    if (files_->err) posix_spawn_file_actions_adddup2(&actions, files_->err->fd(), STDERR_FILENO);
 
     std::vector<char*> cargv, cenv;
     for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
@@ -322,25 +367,43 @@ Measured spawn_measure(const std::string& path, const std::vector<std::string>& 
     for (const std::string& e : env.entries()) cenv.push_back(const_cast<char*>(e.c_str()));
     cenv.push_back(nullptr);
 
-    using Clock = std::chrono::steady_clock;
-    const auto t0 = Clock::now();
+    start_ = std::chrono::steady_clock::now();
     pid_t pid = -1;
     int rc = ::posix_spawn(&pid, path.c_str(), &actions, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
         throw Failure(kExitFailure, fmt::format("cannot run {}: {}", path, std::strerror(rc)));
+    pid_ = pid;
+}
 
+Child::~Child() {
+    if (reaped_) return;
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
+Measured Child::wait() {
     Measured m;
     struct rusage ru {};
-    while (::wait4(pid, &m.wait_status, 0, &ru) < 0 && errno == EINTR) {
+    while (::wait4(pid_, &m.wait_status, 0, &ru) < 0 && errno == EINTR) {
     }
-    m.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    reaped_ = true;
+    m.wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+                    .count();
     m.user_us = to_us(ru.ru_utime);
     m.sys_us = to_us(ru.ru_stime);
     m.cpu_us = m.user_us + m.sys_us;
-    m.out = out.contents();
-    if (err) m.err = err->contents();
+    m.vol_cs = ru.ru_nvcsw;
+    m.invol_cs = ru.ru_nivcsw;
+    m.out = files_->out.contents();
+    if (files_->err) m.err = files_->err->contents();
     return m;
+}
+
+Measured spawn_measure(const std::string& path, const std::vector<std::string>& argv,
+                       const Environment& env, SpawnIo io) {
+    return Child(path, argv, env, io).wait();
 }
 
 std::string describe_wait_status(int wait_status) {
@@ -445,9 +508,25 @@ Summary summarize(std::span<const double> samples) {
     if (samples.empty()) return {};
     std::vector<double> v(samples.begin(), samples.end());
     std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    const double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return {median, v.front(), v.back()};
+    auto quantile = [&](double p) {
+        const double h = static_cast<double>(v.size() - 1) * p;
+        const auto lo = static_cast<std::size_t>(h);
+        const std::size_t hi = std::min(lo + 1, v.size() - 1);
+        return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+    };
+    return {quantile(0.5), v.front(), v.back(), quantile(0.25), quantile(0.75)};
+}
+
+TempDir::TempDir(std::string_view what) {
+    std::string tmpl = (fs::temp_directory_path() / fmt::format("{}.XXXXXX", what)).string();
+    if (::mkdtemp(tmpl.data()) == nullptr)
+        throw Failure(kExitFailure, fmt::format("mkdtemp {}: {}", tmpl, std::strerror(errno)));
+    path_ = std::move(tmpl);
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
 }
 
 std::string shell_quote(std::string_view arg) {

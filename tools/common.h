@@ -7,7 +7,9 @@
 // it may allocate, throw (cli::Failure / cli::UsageError) and print.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +30,10 @@
 namespace pipespin::cli {
 
 inline constexpr std::string_view kLibraryName = "libpipespin.so";
+// A library with one symbol and nothing else, built beside libpipespin.so
+// (tools/bench/empty_preload.c; never installed): the benchmarks' measure of
+// what any preload costs a process.
+inline constexpr std::string_view kEmptyLibraryName = "libpipespin-empty.so";
 inline constexpr std::string_view kInstallLibdir = PIPESPIN_INSTALL_LIBDIR;
 inline constexpr std::string_view kMultiarch = PIPESPIN_MULTIARCH;  // Debian's lib subdirectory
 inline constexpr std::string_view kLibraryEnv = "PIPESPIN_LIBRARY";
@@ -45,6 +51,8 @@ std::string self_exe();
 std::string find_library();
 // The places after $PIPESPIN_LIBRARY, in order, for --help and errors.
 std::vector<std::string> library_search_path();
+// libpipespin-empty.so in the directory of `library`, if it is there.
+std::optional<std::string> empty_library_beside(const std::string& library);
 
 // LD_PRELOAD is a list separated by ':' or ' ' (ld.so(8)).
 std::vector<std::string> split_preload(std::string_view value);
@@ -80,10 +88,12 @@ private:
 };
 
 // The arms every benchmark compares, in the order they run in each round.
-// An arm without a mode runs with no copy of the shim at all.
+// An arm without a mode runs with no copy of the shim at all; the empty
+// preload arm has libpipespin-empty.so in its place.
 struct ArmKind {
     std::string_view name;
     std::optional<Mode> mode;
+    bool empty_preload = false;
 };
 inline constexpr ArmKind kArmKinds[] = {
     {"no shim", std::nullopt},
@@ -91,19 +101,23 @@ inline constexpr ArmKind kArmKinds[] = {
     {"fixed", Mode::Fixed},
     {"adaptive", Mode::Adaptive},
 };
+inline constexpr ArmKind kEmptyPreloadArm{"empty preload", std::nullopt, true};
 
 // The environment of each arm, from the caller's: PIPESPIN_* variables the
 // user happened to export are dropped and every copy of the shim leaves
 // LD_PRELOAD; the shim arms then put `library` in front and set
-// PIPESPIN_MODE (and PIPESPIN_SPIN_US when given). The user's other preloads
-// stay in every arm, so the shim is the only difference.
+// PIPESPIN_MODE (and PIPESPIN_SPIN_US when given); the empty preload arm
+// puts `empty_library` there instead. The user's other preloads stay in
+// every arm, so the shim is the only difference.
 class ArmEnvironments {
 public:
-    ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us);
+    ArmEnvironments(std::string library, std::optional<std::uint32_t> spin_us,
+                    std::optional<std::string> empty_library = std::nullopt);
     Environment of(const ArmKind& arm) const;
 
 private:
     std::string library_;
+    std::optional<std::string> empty_library_;
     std::optional<std::uint32_t> spin_us_;
     std::string other_preloads_;
     Environment base_;
@@ -123,6 +137,9 @@ Captured spawn_capture(const std::string& path, const std::vector<std::string>& 
 
 // What spawn_measure saw of a child.
 struct Measured {
+    // Context switches of the child and its waited-for descendants, from the
+    // same rusage: voluntary ones are the waits that slept.
+    long vol_cs = 0, invol_cs = 0;
     int wait_status = 0;  // as from waitpid
     std::string out;      // the child's stdout
     std::string err;      // its stderr, when captured
@@ -133,8 +150,30 @@ struct Measured {
     double user_us = 0, sys_us = 0;  // the two halves of cpu_us
 };
 struct SpawnIo {
-    bool null_stdin = false;      // stdin from /dev/null rather than inherited
-    bool capture_stderr = false;  // stderr into Measured::err rather than inherited
+    bool null_stdin = false;             // stdin from /dev/null rather than inherited
+    bool capture_stderr = false;         // stderr into Measured::err rather than inherited
+    std::optional<std::string> input{};  // stdin reads this text (overrides null_stdin)
+};
+// A running child of spawn_measure's kind, for a caller that looks at it
+// (in /proc) before it ends. Destroying a child that was not waited for
+// kills and reaps it.
+class Child {
+public:
+    Child(const std::string& path, const std::vector<std::string>& argv, const Environment& env,
+          const SpawnIo& io);
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+    ~Child();
+
+    int pid() const noexcept { return pid_; }
+    Measured wait();  // once
+
+private:
+    class Files;
+    std::unique_ptr<Files> files_;
+    int pid_ = -1;
+    bool reaped_ = false;
+    std::chrono::steady_clock::time_point start_;
 };
 // Runs `path` with argv and env and waits for it. Output goes to memory
 // files, not pipes, so the parent stays asleep while the child runs. Throws
@@ -153,6 +192,10 @@ std::optional<std::string> resolve_command(std::string_view cmd);
 // none or the file is not an ELF (scripts, for one). Never throws for an
 // unreadable file: the exec reports that better.
 std::vector<std::string> preload_obstacles(const std::string& path);
+// The bytes an ELF file's allocated NOBITS sections (.bss, .tbss) take in
+// memory: what `size` reports as bss, the zero-filled part of its mapping.
+// nullopt when the file is not an ELF of this class or cannot be read.
+std::optional<std::uint64_t> elf_bss_bytes(const std::string& path);
 
 // Command-line values for table options: "--spin-us" for spin_us, and the
 // value parsed strictly (anything parse_value would fix up is an error here,
@@ -182,10 +225,27 @@ std::optional<double> parse_decimal(std::string_view text);
 
 struct Summary {
     double median = 0, min = 0, max = 0;
+    double q1 = 0, q3 = 0;  // first and third quartiles
 };
-// Median (mean of the middle two for an even count), min and max. Empty in,
-// zeros out.
+// Median (mean of the middle two for an even count), min, max and the
+// quartiles, all interpolated linearly between order statistics at
+// (n - 1) x p (Hyndman and Fan's type 7, numpy's default; p = 0.5 is the
+// median). Empty in, zeros out.
 Summary summarize(std::span<const double> samples);
+
+// A private temporary directory (mkdtemp under $TMPDIR), removed with all
+// it holds when the object goes. `what` names it ("pipespin-ab").
+class TempDir {
+public:
+    explicit TempDir(std::string_view what);
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    ~TempDir();
+    const std::string& path() const noexcept { return path_; }
+
+private:
+    std::string path_;
+};
 
 // `arg` as a POSIX shell word: as is when it is safe, else single-quoted.
 std::string shell_quote(std::string_view arg);

@@ -3,8 +3,10 @@
 // it without running a benchmark.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 namespace pipespin::cli {
 
@@ -32,6 +34,38 @@ constexpr Verdict verdict(std::optional<double> value, bool at_least, double thr
     if (at_least ? *value >= threshold : *value <= threshold) return Verdict::Pass;
     if (at_least && bound && *bound < threshold) return Verdict::Unreachable;
     return Verdict::Fail;
+}
+
+// What a process start or a fork may add over no shim (the `spawn` check):
+// 1.5x what an empty preload adds, or kSpawnSlackUs, whichever is larger, so
+// that a host where any preload is nearly free does not ask the impossible.
+inline constexpr double kSpawnSlackUs = 10;
+constexpr double spawn_allowance_us(double empty_added_us) {
+    return std::max(1.5 * empty_added_us, kSpawnSlackUs);
+}
+
+// Where the two ends of a ping-pong ran, from CPU samples taken on both
+// sides at the same round trips: `same` of `total` found them on one CPU.
+// A run that kept to one placement for most of its samples is that
+// placement; one the scheduler moved about is Mixed.
+enum class Placement { CoLocated, Spread, Mixed };
+inline constexpr int kPlacementPercent = 80;  // of the samples, for one placement
+constexpr std::optional<Placement> classify_placement(int same, int total) {
+    if (total <= 0 || same < 0 || same > total) return std::nullopt;
+    // In integers: 20 of 100 is exactly the 20% it is.
+    const long long pct_same = 100LL * same, pct_other = 100LL * (total - same);
+    if (pct_same >= kPlacementPercent * static_cast<long long>(total)) return Placement::CoLocated;
+    if (pct_other >= kPlacementPercent * static_cast<long long>(total)) return Placement::Spread;
+    return Placement::Mixed;
+}
+
+// A plain round trip this slow has its ends on two CPUs and a sleeping
+// wake-up between them, which is what a spin saves (issue 15: there a spin
+// must win at least 3x).
+inline constexpr double kSlowRoundTripUs = 15;
+
+constexpr std::string_view placement_name(Placement p) {
+    return p == Placement::CoLocated ? "co-located" : p == Placement::Spread ? "spread" : "mixed";
 }
 
 }  // namespace pipespin::cli

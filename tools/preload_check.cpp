@@ -1,3 +1,6 @@
+// What the ELF headers say: whether the dynamic loader will preload into a
+// program, and how much zero-filled memory a library maps (its bss).
+//
 // Will the dynamic loader preload into this program? It will not when no
 // loader runs (a static executable: no PT_INTERP program header), when the
 // kernel starts the program in secure-execution mode (setuid/setgid to
@@ -91,6 +94,33 @@ std::optional<bool> elf64_has_interp(int fd) {
 }
 
 }  // namespace
+
+std::optional<std::uint64_t> elf_bss_bytes(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    Elf64_Ehdr eh;
+    if (fd.get() < 0 || !read_at(fd.get(), &eh, sizeof eh, 0) ||
+        std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != kNativeData || eh.e_shoff == 0 ||
+        eh.e_shentsize < sizeof(Elf64_Shdr))
+        return std::nullopt;
+    std::uint64_t count = eh.e_shnum;
+    if (count == 0) {
+        // Too many sections for e_shnum: the real count is in section 0.
+        Elf64_Shdr sh0;
+        if (!read_at(fd.get(), &sh0, sizeof sh0, eh.e_shoff)) return std::nullopt;
+        count = sh0.sh_size;
+    }
+    if (count == 0 || count > 65536) return std::nullopt;
+    std::vector<unsigned char> table(count * eh.e_shentsize);
+    if (!read_at(fd.get(), table.data(), table.size(), eh.e_shoff)) return std::nullopt;
+    std::uint64_t bytes = 0;
+    for (std::uint64_t i = 0; i < count; ++i) {
+        Elf64_Shdr sh;
+        std::memcpy(&sh, table.data() + i * eh.e_shentsize, sizeof sh);
+        if (sh.sh_type == SHT_NOBITS && (sh.sh_flags & SHF_ALLOC) != 0) bytes += sh.sh_size;
+    }
+    return bytes;
+}
 
 std::vector<std::string> preload_obstacles(const std::string& path) {
     std::vector<std::string> out;

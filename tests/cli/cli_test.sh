@@ -244,7 +244,8 @@ case_bench_env_hygiene() {
 
 case_bench_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
-  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5"; do
+  for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5" \
+              "spawn 5" "fork 20"; do
     expect_status 0 "$pipespin" bench-worker $args
     grep -qxE '[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
     LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
@@ -254,22 +255,26 @@ case_bench_worker() {
   expect_in "$work/err" "not loaded"
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor-blocks --expect-no-shim 100
+  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker spawn --expect-no-shim 5
+  expect_status 1 "$pipespin" bench-worker fork --expect-shim 5
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
 }
 
 # bench matrix: structure only. Every case runs with --quick parameters and one
 # round; cases whose tool is missing here are skipped by the matrix itself.
-matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse"
+matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse cmdsubst xargs make-j spawn fork py-pingpong"
+matrix_arms=("no shim" "empty preload" off fixed adaptive)
 
 case_bench_matrix() {
   expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --spin-us 20 \
-    --markdown "$work/m.md" --json "$work/m.json" --plot "$work/m.png"
+    --markdown "$work/m.md" --json "$work/m.json" --plot "$work/m.gp"
   [ ! -s "$work/out" ] || fail "--markdown FILE also wrote to stdout"
   md=$work/m.md
   expect_in "$md" "## pipespin bench matrix"
   expect_in "$md" "Command: \`pipespin bench matrix --quick --rounds 1 --spin-us 20 --markdown"
   expect_in "$md" "spin_us 20"
-  expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op |"
+  expect_in "$md" "Empty preload: $(dirname "$library")/libpipespin-empty.so"
+  expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op | vol. cs/op | invol. cs/op |"
   expect_in "$md" "Acceptance"
   expect_in "$md" "| check | value | threshold | bound on this host | result |"
   # One row per arm of each case that ran, and a note for each that did not.
@@ -278,11 +283,13 @@ case_bench_matrix() {
       expect_in "$work/err" "skipping $c:"
       continue
     fi
-    for arm in "no shim" off fixed adaptive; do expect_in "$md" "| $c | $arm | "; done
+    for arm in "${matrix_arms[@]}"; do expect_in "$md" "| $c | $arm | "; done
   done
   # The cases that need only coreutils and pipespin always run.
-  for c in dd-cat seq-wc sparse; do expect_in "$md" "| $c | adaptive | "; done
+  for c in dd-cat seq-wc sparse spawn fork; do expect_in "$md" "| $c | adaptive | "; done
   expect_in "$md" "(consumer)"
+  expect_in "$md" "| spawn (µs per process) | "
+  expect_in "$md" "| footprint (VmRSS, KiB) | "
   # The floors: a row with a positive bound for each case that has one and
   # ran, that bound again in its speed-up check, and none for the others.
   floors=0
@@ -298,29 +305,61 @@ case_bench_matrix() {
   expect_in "$md" "| \`seq-wc\`: no shim / adaptive (wall) | "
   grep -qE '^\| `seq-wc`: no shim / adaptive \(wall\) \| [0-9.]+ \| ≥ 1 \|  \| (PASS|FAIL) \|$' "$md" ||
     { cat "$md" >&2; fail "seq-wc has a bound"; }
-  # Progress: one line per run and floor on stderr.
-  [ "$(grep -c '^\[ *[0-9]*/[0-9]*\] round 1/1 ' "$work/err")" -eq \
-    $(( $(grep -c '^| [a-z0-9-]* | adaptive | ' "$md") * 4 + floors )) ] || { cat "$work/err" >&2; fail "progress lines"; }
-  if command -v gnuplot >/dev/null; then
-    [ -s "$work/m.png" ] || fail "no PNG"
-    [ "$(head -c 8 "$work/m.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
-  else
-    expect_in "$work/err" "gnuplot-nox"
-  fi
+  # Progress: one line per run and floor on stderr (the footprint has no row
+  # in the table of times, but runs in every arm).
+  ran=$(( $(grep -c '^| [a-z0-9-]* | adaptive | ' "$md") + $(grep -c '^| footprint (VmRSS' "$md") ))
+  [ "$(grep -c '^\[ *[0-9]*/[0-9]*\] round 1/1 ' "$work/err")" -eq $(( ran * 5 + floors )) ] ||
+    { cat "$work/err" >&2; fail "progress lines"; }
   command -v python3 >/dev/null || return 0
-  python3 - "$work/m.json" <<'EOF2' || fail "bad JSON"
-import json, sys
+  python3 - "$work/m.json" "$(size -A "$library" 2>/dev/null)" <<'EOF2' || fail "bad JSON"
+import json, re, statistics, sys
 d = json.load(open(sys.argv[1]))
 assert d["benchmark"] == "matrix" and d["rounds"] == 1 and d["quick"] is True, d
 assert d["spin_us"] == 20, d
+arms = ["no shim", "empty preload", "off", "fixed", "adaptive"]
+assert d["arms"] == arms and d["empty_library"].endswith("/libpipespin-empty.so"), d
 ids = [c["id"] for c in d["cases"]]
-assert {"dd-cat", "seq-wc", "sparse"} <= set(ids), ids
+assert {"dd-cat", "seq-wc", "sparse", "spawn", "fork", "footprint"} <= set(ids), ids
 for c in d["cases"]:
-    assert [a["name"] for a in c["arms"]] == ["no shim", "off", "fixed", "adaptive"], c
+    assert [a["name"] for a in c["arms"]] == arms, c
     assert c["ops"] > 0, c
     for a in c["arms"]:
         assert len(a["wall_us"]) == 1 and len(a["cpu_us"]) == 1, a
+        assert len(a["vol_cs"]) == 1 and len(a["invol_cs"]) == 1 and len(a["figure"]) == 1, a
         assert a["median_wall_us"] > 0 and a["cpu_us_per_op"] >= 0, a
+        # Context switches per operation are the medians over the operations.
+        assert a["vol_cs"][0] >= 0 and abs(a["vol_cs_per_op"] - a["median_vol_cs"] / c["ops"]) < 1e-5, a
+        assert abs(a["invol_cs_per_op"] - a["median_invol_cs"] / c["ops"]) < 1e-5, a
+        if c["id"] in ("spawn", "fork", "py-pingpong", "footprint", "perf-pipe", "hackbench-g1"):
+            assert a["median_figure"] > 0 and a["figure"][0] == a["median_figure"], (c["id"], a)
+# sparse's producer sleeps before each byte it writes: at least one voluntary
+# context switch each, counted for the worker that reaped it.
+sparse = [c for c in d["cases"] if c["id"] == "sparse"][0]
+assert all(a["median_vol_cs"] >= sparse["ops"] for a in sparse["arms"]), sparse
+# The footprint's bss is what size(1) says (when binutils is there).
+sizes = dict(re.findall(r"^(\.t?bss)\s+(\d+)", sys.argv[2], re.M))
+if sizes:
+    assert d["bss_bytes"] == sum(map(int, sizes.values())), (d["bss_bytes"], sizes)
+print("bss:", d["bss_bytes"], "size(1):", sizes or "not run")
+# py-pingpong: each round in exactly one placement group, by its no-shim run's
+# CPU samples; each group's medians are of its own rounds.
+for c in d["cases"]:
+    if c["id"] != "py-pingpong":
+        assert c["groups"] == [], c
+        continue
+    base = c["arms"][0]
+    for a in c["arms"]:
+        assert all(0 <= s <= t and t > 0 for s, t in zip(a["same_cpu"], a["cpu_samples"])), a
+    share = base["same_cpu"][0] / base["cpu_samples"][0]
+    where = "co-located" if share >= 0.8 else "spread" if share <= 0.2 else "mixed"
+    placements = [g for g in c["groups"] if not g["name"].startswith("no shim")]
+    assert [(g["name"], g["rounds"]) for g in placements] == [(where, [0])], c["groups"]
+    slow = [g for g in c["groups"] if g["name"].startswith("no shim")]
+    assert [g["rounds"] for g in slow] == ([[0]] if base["figure"][0] >= 15 else []), c["groups"]
+    for g in c["groups"]:
+        for a in c["arms"]:
+            want = statistics.median(a["figure"][r] for r in g["rounds"])
+            assert abs(g["median"][a["name"]] - want) < 1e-3, (g, a)
 assert any(c["check"].startswith("`sparse`") for c in d["acceptance"]), d["acceptance"]
 # Each floor's bound is the no-shim wall per operation over the floor per
 # operation; only the ping-pongs and dd | cat have one.
@@ -338,6 +377,7 @@ assert "dd-cat" in bounds, bounds
 # A check has its case's bound when it is a wall speed-up against no shim,
 # and its verdict follows from value, threshold and bound.
 seen = set()
+cases = {c["id"]: c for c in d["cases"]}
 for chk in d["acceptance"]:
     case = chk["check"].split("`")[1]
     speedup = chk["check"].endswith("no shim / adaptive (wall)")
@@ -345,7 +385,7 @@ for chk in d["acceptance"]:
     if chk["value"] == "not run":
         assert chk["result"] == "not run" and chk["pass"] is None, chk
         continue
-    v, (op, t), b = float(chk["value"]), chk["threshold"].split(), chk["bound"]
+    v, (op, t), b = float(chk["value"]), chk["threshold"].split()[:2], chk["bound"]
     t = float(t)
     if abs(v - t) < 2e-3 or (b is not None and abs(b - t) < 2e-3):
         continue  # too close to call from the rounded figures
@@ -354,6 +394,15 @@ for chk in d["acceptance"]:
     assert chk["result"] == want, (chk, want)
     assert chk["pass"] == ({"PASS": True, "FAIL": False}.get(want)), chk
     seen.add(want)
+    # The start-up checks: what an arm adds to no shim, against an allowance
+    # from the empty preload's (spawn) or a fixed one.
+    m = re.fullmatch(r"`(spawn|fork)`: µs added per (?:process|fork), (\w+) - no shim", chk["check"])
+    if m:
+        c = cases[m.group(1)]
+        fig = {a["name"]: a["median_figure"] for a in c["arms"]}
+        assert abs(v - (fig[m.group(2)] - fig["no shim"])) < 2e-3, (chk, fig)
+        if m.group(1) == "spawn":
+            assert abs(t - max(1.5 * (fig["empty preload"] - fig["no shim"]), 10)) < 0.01, (chk, fig)
 print("verdicts seen:", sorted(seen))
 EOF2
   # The Markdown says the same as the JSON.
@@ -377,6 +426,15 @@ for chk in d["acceptance"]:
     else:
         assert result == chk["result"], (result, chk)
 EOF3
+  # The chart: its script, rendered as a table, has the report's ratios, and
+  # run by gnuplot it draws the PNG it names.
+  command -v gnuplot >/dev/null || { expect_not_in "$work/err" "no chart"; return 0; }
+  python3 "$(dirname "$0")/check_chart.py" matrix "$work/m.gp" "$work/m.json" || fail "the chart is not the report"
+  (cd "$work" && gnuplot m.gp) || fail "gnuplot m.gp"
+  [ "$(head -c 8 "$work/m.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
+  # --plot FILE.png: gnuplot runs, and writes it.
+  expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases fork --plot "$work/f.png"
+  [ "$(head -c 8 "$work/f.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
 }
 
 # A PATH with only what the pipelines need: perf, hackbench and gnuplot are
@@ -396,6 +454,18 @@ case_bench_matrix_missing() {
   expect_in "$work/out" "| seq-wc | adaptive | "
   expect_in "$work/out" "| \`perf-pipe\`: adaptive speed-up / fixed speed-up (wall) | not run |"
   [ ! -e "$work/m.png" ] || fail "a chart without gnuplot"
+  # The script of a chart needs no gnuplot.
+  PATH="$work/bin" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases seq-wc \
+    --plot "$work/m.gp"
+  expect_in "$work/m.gp" "set output '$work/m.png'"
+  # A library without libpipespin-empty.so beside it: no empty preload arm.
+  mkdir "$work/lib"
+  cp "$library" "$work/lib/"
+  PIPESPIN_LIBRARY="$work/lib/libpipespin.so" PATH="$work/bin" expect_status 0 "$pipespin" \
+    bench matrix --quick --rounds 1 --cases seq-wc
+  expect_in "$work/err" "no 'empty preload' arm: libpipespin-empty.so is not beside $work/lib/libpipespin.so"
+  expect_in "$work/out" "| seq-wc | adaptive | "
+  expect_not_in "$work/out" "| seq-wc | empty preload | "
   # Nothing that can run: 125, as for any other set-up problem.
   PATH="$work/bin" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 \
     --cases perf-pipe,hackbench-stream
@@ -583,17 +653,27 @@ assert (d["ci_low"] > 1) == (d["verdict"] == "faster") and (d["ci_high"] < 1) ==
 for name in ("control", "treatment"):
     a = d["arms"][name]
     assert len(a["wall_ms"]) == 3 and len(a["user_ms"]) == 3 and len(a["sys_ms"]) == 3, a
-    assert a["min_wall_ms"] <= a["median_wall_ms"] <= a["max_wall_ms"], a
+    assert a["min_wall_ms"] <= a["q1_wall_ms"] <= a["median_wall_ms"] <= a["q3_wall_ms"] <= a["max_wall_ms"], a
     assert a["shim_median"]["processes"] == 1 and a["runs_without_stats"] == 0, a
+    # Context switches per run, from wait4: the median of the runs'.
+    assert len(a["vol_cs"]) == 3 and len(a["invol_cs"]) == 3, a
+    assert a["median_vol_cs"] == sorted(a["vol_cs"])[1] and a["median_invol_cs"] == sorted(a["invol_cs"])[1], a
+    assert a["vol_cs_per_call"] is None, a  # sh -c 'exit 0' makes no call the shim sees
+assert d["vol_cs_ratio"] is None or d["vol_cs_ci_low"] <= d["vol_cs_ratio"] <= d["vol_cs_ci_high"], d
 assert d["arms"]["control"]["shim_median"]["spins"] == 0
 assert d["command"] == ["sh", "-c", "exit 0"]
 PY
   # The same seed, the same interval from the same samples: deterministic.
   expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- true
   for text in "control (mode off" "treatment (mode=adaptive" "Time (mean ± σ):" \
-              "Range (min … max):" "times faster than" "95% CI [" "verdict: " "Shim (median per run): 1 processes"; do
+              "Range (min … max):" "times faster than" "95% CI [" "verdict: " "Shim (median per run): 1 processes" \
+              "Context switches (median per run): " "voluntary context switches, ratio of medians: "; do
     expect_in "$work/out" "$text"
   done
+  # Context switches per call where the shim sees calls: cat reading a pipe.
+  expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- sh -c 'echo x | cat'
+  grep -qE '^  Context switches \(median per run\): [0-9]+ voluntary \([0-9.]+ per call\), [0-9]+ involuntary$' "$work/out" ||
+    { cat "$work/out"; fail "no context switches per call"; }
   # The user's configuration is the treatment; the arm is the command's.
   PIPESPIN_MODE=fixed PIPESPIN_AB=0 expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- true
   expect_in "$work/out" "treatment (mode=fixed"
@@ -607,6 +687,20 @@ PY
   expect_status 2 "$pipespin" ab
   expect_in "$work/err" "missing CMD"
   expect_status 127 "$pipespin" ab -- /nonexistent/cmd
+}
+
+# ab --plot draws one box per arm over that arm's runs, as the report has
+# them: the chart's script rendered as a table (check_chart.py) against the
+# JSON of the same run. The control arm sleeps 30 ms more, so that the arms
+# do not overlap and their boxes must not either.
+case_ab_plot() {
+  command -v gnuplot >/dev/null || skip "gnuplot is not installed (Debian package gnuplot-nox)"
+  expect_status 0 "$pipespin" ab -n 6 --warmup 0 --json --plot "$work/ab.gp" -- \
+    sh -c '[ "$PIPESPIN_AB" = 100 ] || sleep 0.03'
+  expect_in "$work/ab.gp" "set output '$work/ab.png'"
+  python3 "$(dirname "$0")/check_chart.py" ab "$work/ab.gp" "$work/out" || fail "the chart is not the report"
+  (cd "$work" && gnuplot ab.gp) || fail "gnuplot ab.gp"
+  [ "$(head -c 4 "$work/ab.png" | tail -c 3)" = PNG ] || fail "ab.gp drew no PNG"
 }
 
 # ---- check-config and run --print-config --------------------------------------

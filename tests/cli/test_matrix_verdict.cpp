@@ -46,3 +46,32 @@ TEST_CASE("a miss is unreachable only when the threshold is above the bound") {
     // A bound limits how large a value can be: it says nothing for "at most" checks.
     REQUIRE(verdict(1.6, false, 1.5, 1.0) == Verdict::Fail);
 }
+
+TEST_CASE("a process start may add 1.5x the empty preload's cost, and never less than 10 µs") {
+    REQUIRE(spawn_allowance_us(30) == Approx(45));
+    REQUIRE(spawn_allowance_us(6) == Approx(kSpawnSlackUs));
+    // An empty preload measured as free (or cheaper than none, by noise).
+    REQUIRE(spawn_allowance_us(0) == Approx(kSpawnSlackUs));
+    REQUIRE(spawn_allowance_us(-4) == Approx(kSpawnSlackUs));
+    // perf-pipe's floor-bounded verdict does not apply: an allowance is an "at most".
+    REQUIRE(verdict(44.9, false, spawn_allowance_us(30), std::nullopt) == Verdict::Pass);
+    REQUIRE(verdict(45.1, false, spawn_allowance_us(30), std::nullopt) == Verdict::Fail);
+}
+
+TEST_CASE("a ping-pong's placement is what most of its CPU samples saw") {
+    REQUIRE(classify_placement(100, 100) == Placement::CoLocated);
+    REQUIRE(classify_placement(80, 100) == Placement::CoLocated);
+    REQUIRE(classify_placement(79, 100) == Placement::Mixed);
+    REQUIRE(classify_placement(50, 100) == Placement::Mixed);
+    REQUIRE(classify_placement(21, 100) == Placement::Mixed);
+    REQUIRE(classify_placement(20, 100) == Placement::Spread);
+    REQUIRE(classify_placement(0, 100) == Placement::Spread);
+    REQUIRE(classify_placement(1, 1) == Placement::CoLocated);
+    // Nothing to classify, or counts that cannot be.
+    REQUIRE_FALSE(classify_placement(0, 0));
+    REQUIRE_FALSE(classify_placement(5, 4));
+    REQUIRE_FALSE(classify_placement(-1, 4));
+    REQUIRE(placement_name(Placement::CoLocated) == "co-located");
+    REQUIRE(placement_name(Placement::Spread) == "spread");
+    REQUIRE(placement_name(Placement::Mixed) == "mixed");
+}

@@ -1,0 +1,354 @@
+// bench matrix: the two renderings of a report, Markdown (for people and BENCHMARKS.md) and JSON
+// (every sample, for machines). Both are drawn from the same Report and the same checks, so they
+// cannot disagree (tests/cli compares them anyway).
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "matrix.h"
+
+namespace pipespin::cli::matrix {
+namespace {
+
+std::string ratio_text(double r) {
+    return r >= 10 ? fmt::format("{:.1f}x", r) : fmt::format("{:.2f}x", r);
+}
+
+std::string figure_text(const CaseRun& run, const ArmResult& a) {
+    if (!a.figure) return "";
+    switch (run.spec.figure) {
+        case Figure::PerfUsecsPerOp:
+            return fmt::format("{:.2f} µs/op", a.figure->median);
+        case Figure::HackbenchSeconds:
+            return fmt::format("Time: {}", seconds_text(a.figure->median));
+        case Figure::UsPerOp:
+        case Figure::PlacedUsPerOp:
+            return fmt::format("{} µs per {}", per_op_text(a.figure->median), run.spec.op);
+        case Figure::RssKib:
+            return fmt::format("VmRSS {:.0f} KiB", a.figure->median);
+        case Figure::None:
+        case Figure::ConsumerCpu:
+            break;
+    }
+    return "";
+}
+
+std::string duration_text(double s) {
+    const auto total = static_cast<long>(std::lround(s));
+    return total >= 60 ? fmt::format("{} min {} s", total / 60, total % 60)
+                       : fmt::format("{:.1f} s", s);
+}
+
+std::string shown_command(const Case& c) {
+    return c.shown.empty() ? shell_join(c.argv) : c.shown;
+}
+
+std::string arm_names(const Report& rep) {
+    std::vector<std::string_view> names;
+    for (std::size_t i : rep.arms) names.push_back(kArms[i].name);
+    return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string header(const Report& rep) {
+    const MatrixArgs& a = *rep.args;
+    std::string md = "## pipespin bench matrix\n\n";
+    md += fmt::format("Command: `{}`\n\n", rep.command);
+    md += fmt::format("- Date: {}; {} runs took {}\n", rep.host.date, rep.run_count,
+                      duration_text(rep.elapsed_s));
+    md += fmt::format(
+        "- Host: {}, {}, {} CPUs online, {} usable; load average {} before, {} "
+        "after (1, 5, 15 min; hackbench's own processes count in it)\n",
+        rep.host.system, rep.host.cpu_model.empty() ? "?" : rep.host.cpu_model,
+        rep.host.online_cpus, rep.host.usable_cpus, rep.host.load_before, rep.host.load_after);
+    md += fmt::format("- Library: {}; spin_us {}{}\n", rep.library, rep.spin_us,
+                      rep.spin_us_default ? " (the default)" : "");
+    if (rep.empty_library)
+        md += fmt::format("- Empty preload: {} (one symbol; what any preload costs)\n",
+                          *rep.empty_library);
+    md += fmt::format(
+        "- {} round(s){}, each running every case in the arms {} (`PIPESPIN_MODE` for the "
+        "shim's), in that order; figures are medians\n",
+        a.rounds, a.quick ? " with --quick (scaled-down) parameters" : "", arm_names(rep));
+    md +=
+        "- wall ratio = no-shim wall / arm wall (above 1: faster); CPU ratio = arm CPU / "
+        "no-shim CPU (above 1: more CPU). CPU is user + system of the command and every "
+        "process it waited for (wait4), except for `sparse`; so are the voluntary and "
+        "involuntary context switches (cs), per operation\n";
+    for (const std::string& note : rep.notes) md += fmt::format("- Note: {}\n", note);
+
+    md += "\nCases:\n\n";
+    for (const CaseRun& r : rep.runs)
+        md +=
+            fmt::format("- `{}`: `{}`: {}; {} {}{}\n", r.spec.id, shown_command(r.spec),
+                        r.spec.about, r.spec.ops, r.spec.op, r.spec.op.ends_with('s') ? "es" : "s");
+    return md;
+}
+
+std::string runs_table(const Report& rep) {
+    std::string md =
+        "\n| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op | "
+        "vol. cs/op | invol. cs/op | the tool's figure |\n";
+    md += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    for (const CaseRun& r : rep.runs) {
+        if (!times_runs(r.spec)) continue;
+        const auto ops = static_cast<double>(r.spec.ops);
+        for (std::size_t i : rep.arms) {
+            const ArmResult& arm = r.arms[i];
+            md += fmt::format("| {} | {} | {} | {} | {}{} | {} | {} per {} | {} | {} | {} |\n",
+                              r.spec.id, kArms[i].name, seconds_text(arm.wall.median),
+                              ratio_text(arm.wall_ratio), seconds_text(arm.cpu.median),
+                              r.spec.figure == Figure::ConsumerCpu ? " (consumer)" : "",
+                              ratio_text(arm.cpu_ratio), per_op_text(arm.cpu.median / ops),
+                              r.spec.op, per_op_text(arm.vol_cs.median / ops),
+                              per_op_text(arm.invol_cs.median / ops), figure_text(r, arm));
+        }
+    }
+    return md;
+}
+
+std::string floors_table(const Report& rep) {
+    bool any_floor = false;
+    for (const CaseRun& r : rep.runs) any_floor = any_floor || r.floor.has_value();
+    if (!any_floor) return "";
+    std::string md =
+        "\nFloors: the case's pipe traffic within one thread, without the shim, run once per "
+        "round after the case's arms. No spin policy makes a run cheaper than its floor, so "
+        "bound = no-shim median wall / (operations x floor median per operation) is the "
+        "largest wall ratio any arm could reach here; it is taken from the wall time, as the "
+        "checks are (for perf, not its own µs/op), and errs high by the start-up in that "
+        "wall.\n\n";
+    md += "| case | floor | median floor per op | bound on this host |\n|---|---|--:|--:|\n";
+    for (const CaseRun& r : rep.runs)
+        if (r.floor)
+            md += fmt::format("| {} | `{}`: {} | {} µs per {} | {} |\n", r.spec.id,
+                              shell_join(floor_argv(r.spec)), floor_about(r.spec.floor),
+                              per_op_text(r.floor->median), r.spec.op,
+                              r.bound ? ratio_text(*r.bound) : "?");
+    return md;
+}
+
+// What starting a process, forking one and mapping the library cost per
+// arm, and how much of it any preload costs (the empty preload's column).
+std::string startup_tables(const Report& rep) {
+    std::string md;
+    std::string head = "| case |", rule = "|---|";
+    for (std::size_t i : rep.arms) {
+        head += fmt::format(" {} |", kArms[i].name);
+        rule += "--:|";
+    }
+    std::string rows;
+    for (const CaseRun& r : rep.runs) {
+        if (r.spec.figure != Figure::UsPerOp) continue;
+        rows += fmt::format("| {} (µs per {}) |", r.spec.id, r.spec.op);
+        for (std::size_t i : rep.arms)
+            rows += i == kNoShim ? fmt::format(" {:.1f} |", r.arms[i].figure->median)
+                                 : fmt::format(" {:.1f} ({:+.1f}) |", r.arms[i].figure->median,
+                                               *added(rep, r, i));
+        rows += "\n";
+    }
+    if (!rows.empty())
+        md += fmt::format(
+            "\nStart-up and fork: the workers' own µs per operation, medians, and in brackets "
+            "what the arm adds to no shim.\n\n{}\n{}\n{}",
+            head, rule, rows);
+    if (const CaseRun* r = find_run(rep, "footprint")) {
+        md += fmt::format(
+            "\nFootprint: `{}` in each arm, its VmRSS (/proc/PID/status) read once it sleeps, "
+            "median KiB, and in brackets what the arm adds to no shim",
+            shell_join(r->spec.argv));
+        if (rep.bss_bytes)
+            md += fmt::format(
+                "; bss of {} (its allocated NOBITS sections, what `size` calls "
+                "bss): {} KiB",
+                rep.library, *rep.bss_bytes / 1024);
+        md += fmt::format(".\n\n{}\n{}\n| footprint (VmRSS, KiB) |", head, rule);
+        for (std::size_t i : rep.arms)
+            md += i == kNoShim ? fmt::format(" {:.0f} |", r->arms[i].figure->median)
+                               : fmt::format(" {:.0f} ({:+.0f}) |", r->arms[i].figure->median,
+                                             *added(rep, *r, i));
+        md += "\n";
+    }
+    return md;
+}
+
+std::string placement_letter(const Sample& s) {
+    const std::optional<Placement> p = classify_placement(s.same_cpu, s.cpu_samples);
+    return p ? std::string(placement_name(*p)) : "?";
+}
+
+// py-pingpong round by round: each run's µs per round trip and where its two
+// ends ran, then the rounds grouped by what their no-shim run saw.
+std::string placement_tables(const Report& rep) {
+    const CaseRun* r = find_run(rep, "py-pingpong");
+    if (!r) return "";
+    std::string md = fmt::format(
+        "\nPlacement (`py-pingpong`): each run's µs per round trip and where its two ends ran, "
+        "from CPU samples both took at the same round trips: co-located when at least {}% "
+        "of the pairs were on one CPU, spread when at most {}% were, else mixed. A round "
+        "belongs to the placement its no-shim run saw.\n\n| round |",
+        kPlacementPercent, 100 - kPlacementPercent);
+    std::string rule = "|--:|";
+    for (std::size_t i : rep.arms) {
+        md += fmt::format(" {} |", kArms[i].name);
+        rule += "--:|";
+    }
+    md += "\n" + rule + "\n";
+    for (std::size_t round = 0; round < r->arms[kNoShim].samples.size(); ++round) {
+        md += fmt::format("| {} |", round + 1);
+        for (std::size_t i : rep.arms) {
+            const Sample& s = r->arms[i].samples[round];
+            md += fmt::format(" {} {} ({}/{}) |", per_op_text(*s.figure), placement_letter(s),
+                              s.same_cpu, s.cpu_samples);
+        }
+        md += "\n";
+    }
+    md += "\n| rounds | count |";
+    std::string group_rule = "|---|--:|";
+    for (std::size_t i : rep.arms) {
+        md += fmt::format(" {} |", kArms[i].name);
+        group_rule += "--:|";
+    }
+    md += " no shim / adaptive |\n" + group_rule + "--:|\n";
+    for (const RoundGroup& g : r->groups) {
+        md += fmt::format("| {} | {} |", g.name, g.rounds.size());
+        for (std::size_t i : rep.arms) md += fmt::format(" {} |", per_op_text(g.median[i]));
+        md += fmt::format(" {} |\n", ratio_text(g.median[kNoShim] / g.median[kAdaptive]));
+    }
+    return md;
+}
+
+std::string acceptance_table(const Report& rep) {
+    const MatrixArgs& a = *rep.args;
+    std::string md = "\nAcceptance (from the medians above):\n\n";
+    if (a.quick || a.rounds < kDefaultRounds)
+        md += fmt::format(
+            "The thresholds are for the full parameters and at least {} rounds (15 for "
+            "`dd-cat` and `hackbench-stream`, 9 for `py-pingpong`); this run used {}.\n\n",
+            kDefaultRounds, a.quick ? "--quick" : fmt::format("{} round(s)", a.rounds));
+    md +=
+        "A speed-up whose threshold is above its case's bound is unreachable here: no spin "
+        "policy could meet it on this host.\n\n";
+    md += "| check | value | threshold | bound on this host | result |\n|---|--:|--:|--:|---|\n";
+    for (const Check& c : acceptance(rep))
+        md += fmt::format("| {} | {} | {} | {} | {} |\n", c.what, c.value, c.threshold,
+                          c.bound ? fmt::format("{:.3f}", *c.bound) : "", verdict_text(c));
+    return md;
+}
+
+std::string json_number(std::optional<double> v, int digits = 4) {
+    return v && std::isfinite(*v) ? fmt::format("{:.{}f}", *v, digits) : "null";
+}
+
+template <typename Field>
+std::string sample_list(const ArmResult& a, Field field) {
+    std::vector<std::string> v;
+    for (const Sample& s : a.samples) v.push_back(field(s));
+    return fmt::format("[{}]", fmt::join(v, ","));
+}
+
+std::string arm_json(const CaseRun& r, std::size_t i) {
+    const ArmResult& a = r.arms[i];
+    const auto ops = static_cast<double>(r.spec.ops);
+    auto num = [](double v) { return fmt::format("{:.1f}", v); };
+    std::string placement;
+    if (r.spec.figure == Figure::PlacedUsPerOp)
+        placement = fmt::format(
+            ",\"same_cpu\":{},\"cpu_samples\":{}",
+            sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }),
+            sample_list(a, [](const Sample& s) { return std::to_string(s.cpu_samples); }));
+    return fmt::format(
+        "{{\"name\":{},\"median_wall_us\":{:.1f},\"median_cpu_us\":{:.1f},"
+        "\"wall_ratio\":{:.4f},\"cpu_ratio\":{:.4f},\"cpu_us_per_op\":{:.4f},"
+        "\"median_vol_cs\":{:.1f},\"median_invol_cs\":{:.1f},\"vol_cs_per_op\":{:.6f},"
+        "\"invol_cs_per_op\":{:.6f},\"median_figure\":{},\"wall_us\":{},\"cpu_us\":{},"
+        "\"vol_cs\":{},\"invol_cs\":{},\"figure\":{}{}}}",
+        json_string(kArms[i].name), a.wall.median, a.cpu.median, a.wall_ratio, a.cpu_ratio,
+        a.cpu.median / ops, a.vol_cs.median, a.invol_cs.median, a.vol_cs.median / ops,
+        a.invol_cs.median / ops,
+        json_number(a.figure ? std::optional(a.figure->median) : std::nullopt),
+        sample_list(a, [&](const Sample& s) { return num(s.wall_us); }),
+        sample_list(a, [&](const Sample& s) { return num(s.cpu_us); }),
+        sample_list(a, [&](const Sample& s) { return num(s.vol_cs); }),
+        sample_list(a, [&](const Sample& s) { return num(s.invol_cs); }),
+        sample_list(a, [](const Sample& s) { return json_number(s.figure); }), placement);
+}
+
+std::string case_json(const Report& rep, const CaseRun& r) {
+    std::vector<std::string> arms;
+    for (std::size_t i : rep.arms) arms.push_back(arm_json(r, i));
+    std::string floor = "null";
+    if (r.floor) {
+        std::vector<std::string> us;
+        for (double v : r.floor_samples) us.push_back(fmt::format("{:.4f}", v));
+        floor = fmt::format(
+            "{{\"command\":{},\"median_us_per_op\":{:.4f},\"us_per_op\":[{}],\"bound\":{}}}",
+            json_string(shell_join(floor_argv(r.spec))), r.floor->median, fmt::join(us, ","),
+            json_number(r.bound));
+    }
+    std::vector<std::string> groups;
+    for (const RoundGroup& g : r.groups) {
+        std::vector<std::string> medians;
+        for (std::size_t i : rep.arms)
+            medians.push_back(fmt::format("{}:{:.4f}", json_string(kArms[i].name), g.median[i]));
+        groups.push_back(fmt::format("{{\"name\":{},\"rounds\":[{}],\"median\":{{{}}}}}",
+                                     json_string(g.name), fmt::join(g.rounds, ","),
+                                     fmt::join(medians, ",")));
+    }
+    return fmt::format(
+        "{{\"id\":{},\"command\":{},\"ops\":{},\"op\":{},\"cpu\":{},\"arms\":[{}],"
+        "\"floor\":{},\"groups\":[{}]}}",
+        json_string(r.spec.id), json_string(shell_join(r.spec.argv)), r.spec.ops,
+        json_string(r.spec.op),
+        json_string(r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree"),
+        fmt::join(arms, ","), floor, fmt::join(groups, ","));
+}
+
+}  // namespace
+
+std::string seconds_text(double us) {
+    if (us >= 1e6) return fmt::format("{:.2f} s", us / 1e6);
+    if (us >= 1e3) return fmt::format("{:.1f} ms", us / 1e3);
+    return fmt::format("{:.0f} µs", us);
+}
+
+std::string per_op_text(double us) {
+    return fmt::format("{:.{}f}", us, us >= 100 ? 0 : us >= 1 ? 2 : 3);
+}
+
+std::string markdown(const Report& rep) {
+    return header(rep) + runs_table(rep) + floors_table(rep) + startup_tables(rep) +
+           placement_tables(rep) + acceptance_table(rep);
+}
+
+std::string json(const Report& rep) {
+    std::vector<std::string> cases;
+    for (const CaseRun& r : rep.runs) cases.push_back(case_json(rep, r));
+    std::vector<std::string> checks;
+    for (const Check& c : acceptance(rep))
+        checks.push_back(
+            fmt::format("{{\"check\":{},\"value\":{},\"threshold\":{},\"bound\":{},\"result\":{},"
+                        "\"pass\":{}}}",
+                        json_string(c.what), json_string(c.value), json_string(c.threshold),
+                        json_number(c.bound), json_string(verdict_name(c.verdict)),
+                        c.verdict == Verdict::Pass   ? "true"
+                        : c.verdict == Verdict::Fail ? "false"
+                                                     : "null"));
+    std::vector<std::string> notes, arms;
+    for (const std::string& n : rep.notes) notes.push_back(json_string(n));
+    for (std::size_t i : rep.arms) arms.push_back(json_string(kArms[i].name));
+    return fmt::format(
+        "{{\"benchmark\":\"matrix\",\"command\":{},\"date\":{},\"system\":{},\"cpu_model\":{},"
+        "\"online_cpus\":{},\"usable_cpus\":{},\"load_before\":{},\"load_after\":{},"
+        "\"library\":{},\"empty_library\":{},\"bss_bytes\":{},\"spin_us\":{},\"rounds\":{},"
+        "\"quick\":{},\"elapsed_s\":{:.1f},\"arms\":[{}],\"notes\":[{}],\"cases\":[{}],"
+        "\"acceptance\":[{}]}}\n",
+        json_string(rep.command), json_string(rep.host.date), json_string(rep.host.system),
+        json_string(rep.host.cpu_model), rep.host.online_cpus, rep.host.usable_cpus,
+        json_string(rep.host.load_before), json_string(rep.host.load_after),
+        json_string(rep.library), rep.empty_library ? json_string(*rep.empty_library) : "null",
+        rep.bss_bytes ? std::to_string(*rep.bss_bytes) : "null", rep.spin_us, rep.args->rounds,
+        rep.args->quick, rep.elapsed_s, fmt::join(arms, ","), fmt::join(notes, ","),
+        fmt::join(cases, ","), fmt::join(checks, ","));
+}
+
+}  // namespace pipespin::cli::matrix
