@@ -204,6 +204,12 @@ bool oversubscribed(std::uint64_t now) noexcept {
     return over;
 }
 
+// The real call that follows is timed (Plan::Timed; after_call() counts it).
+void time_call(Plan& plan, Plan::Timed how) noexcept {
+    plan.timed = how;
+    plan.t_call = sys::now_ns();
+}
+
 // Per family of hooks (process-wide): only waits that spun count.
 void count_via(Via via, SpinEnd end) noexcept {
     g_table.process().count_via(via, end == SpinEnd::Ready || end == SpinEnd::Answer);
@@ -230,22 +236,23 @@ Plan done(DirState* dir, long result) noexcept {
     return plan;
 }
 
-// The interval statistics line, at most once per period per process: one
-// thread wins the slot, the others go on at once. A coarse clock (a few ns,
-// no syscall) is enough for a period in seconds.
+// The statistics tick (interval lines, A/B switches), once its deadline has
+// passed: one thread wins the slot (the deadline moves out of reach while it
+// runs), the others go on at once. A coarse clock (a few ns, no syscall) is
+// enough for periods in seconds.
 void maybe_stats_tick() noexcept {
     const StatsTick tick = g_runtime.stats_tick.load(std::memory_order_acquire);
     if (tick == nullptr) [[likely]]
         return;
     const std::uint64_t now = sys::coarse_ns();
     std::uint64_t next = g_runtime.stats_next_ns.load(std::memory_order_relaxed);
-    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(
-                          next, now + g_runtime.stats_period_ns.load(std::memory_order_relaxed),
-                          std::memory_order_relaxed))
+    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(next, UINT64_MAX,
+                                                                       std::memory_order_relaxed))
         return;
     const int saved_errno = errno;  // the hooks may call libc; the caller's errno stays
-    tick();
+    const std::uint64_t after = tick(now);
     errno = saved_errno;
+    g_runtime.stats_next_ns.store(after != 0 ? after : UINT64_MAX, std::memory_order_relaxed);
 }
 
 // The policy's budget for this fd now (SpinPolicy::budget_ns()). In
@@ -303,6 +310,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     slow_path_hooks();
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
+        time_call(plan, Plan::Timed::Pending);
         return false;
     }
     std::uint64_t spent = 0;
@@ -334,6 +342,14 @@ void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
 // largest part of what interposition costs such a call.
 void passthrough_hooks(const IoCounters& c) noexcept {
     if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
+}
+
+// A call that will not spin although the process may: a fd that adaptive
+// mode keeps from spinning makes no slow-path call at all, so one call in
+// 16 per fd direction looks for a due statistics tick (an interval line, an
+// A/B switch), and only for that. A load and a branch otherwise.
+void passthrough_tick(const IoCounters& c) noexcept {
+    if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) maybe_stats_tick();
 }
 
 // A call on a tracked pipe that will not spin. Whatever it still has to
@@ -376,7 +392,10 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     if (budget != 0) return {info.state, budget};
-    if (never_spins(dir_on, params)) passthrough_hooks(st);
+    if (never_spins(dir_on, params))
+        passthrough_hooks(st);
+    else
+        passthrough_tick(st);
     if (settle_early(st, params)) return {};
     return {info.state, 0};
 }
@@ -394,7 +413,14 @@ bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept 
     plan.dir = &st;
     plan.ctr = &st;
     plan.lane = &lane_of(info, dir);
-    return b.budget != 0;
+    plan.kind = info.kind();
+    plan.stat_dir = dir == Dir::Read ? StatDir::Read : StatDir::Write;
+    if (b.budget != 0) return true;
+    // No look: with statistics lines on, the real call is timed, so that the
+    // waits of a fd that does not spin (the control arm's) are seen too.
+    if (g_runtime.count_bytes.load(std::memory_order_relaxed))
+        time_call(plan, Plan::Timed::Unlooked);
+    return false;
 }
 
 // Shared by read and write: one look; if the fd would block and is in
@@ -517,10 +543,9 @@ void set_reload_hook(ReloadHook hook) noexcept {
     g_runtime.reload_hook.store(hook, std::memory_order_release);
 }
 
-void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
-    g_runtime.stats_period_ns.store(period_ns, std::memory_order_relaxed);
-    g_runtime.stats_next_ns.store(sys::coarse_ns() + period_ns, std::memory_order_relaxed);
-    g_runtime.stats_tick.store(period_ns != 0 ? tick : nullptr, std::memory_order_release);
+void set_stats_tick(StatsTick tick, std::uint64_t deadline_ns) noexcept {
+    g_runtime.stats_next_ns.store(deadline_ns, std::memory_order_relaxed);
+    g_runtime.stats_tick.store(tick, std::memory_order_release);
 }
 
 Begun begin_read(int fd, std::size_t n) noexcept {
@@ -606,6 +631,8 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     plan.dir = &st;
     plan.ctr = &ctr;
     plan.per_call = true;
+    plan.kind = pipe.kind;
+    plan.stat_dir = StatDir::Poll;
     slow_path_hooks();  // nothing is ready: the slow path
     const bool dir_on = g_runtime.spin_poll.load(std::memory_order_relaxed);
     std::uint64_t budget = dir_on ? budget_for(st, params, *pipe.lane) : 0;
@@ -618,6 +645,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     if (budget == 0) return plan;
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
+        time_call(plan, Plan::Timed::Pending);
         return plan;
     }
     std::uint64_t own_mask = 0;
@@ -952,6 +980,30 @@ Plan before_epoll_pwait2(int epfd, void* events, int maxevents, const void* ts,
     return epoll_plan(epfd, events, maxevents, -1, ts, sigmask);
 }
 
+namespace {
+
+// The wait a finished call was, into the process's histograms: a spin's
+// (hit: the spin; miss: the spin and the real call), a watched one's, or a
+// timed real call's (Plan::Timed) that ended with what it waited for.
+void count_wait(const Plan& plan, long result, bool watched) noexcept {
+    WaitEnd end = WaitEnd::Plain;
+    std::uint64_t ns;
+    if (plan.obs.spun) {
+        end = plan.obs.spin_hit ? WaitEnd::Hit : WaitEnd::Miss;
+        ns = plan.obs.spin_ns + (plan.obs.spin_hit ? 0 : plan.obs.block_ns);
+    } else if (watched) {
+        ns = plan.obs.block_ns;
+    } else if (plan.timed != Plan::Timed::No && result >= 0) {
+        ns = sys::now_ns() - plan.t_call;
+        if (plan.timed == Plan::Timed::Unlooked && ns < kPlainFloorNs) return;  // no wait
+    } else {
+        return;
+    }
+    g_table.process().count_wait(plan.kind, plan.stat_dir, end, ns);
+}
+
+}  // namespace
+
 void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
@@ -969,6 +1021,7 @@ void after_call(Plan& plan, long result) noexcept {
             plan.ctr->waits.fetch_add(1, std::memory_order_relaxed);
         SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs, plan.lane);
     }
+    count_wait(plan, result, sample);
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
                                                    : static_cast<std::uint64_t>(result);

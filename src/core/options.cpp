@@ -15,9 +15,8 @@ constexpr OptionSpec choice(std::string_view name, std::uint32_t Options::*field
                             std::span<const std::string_view> choices, std::string_view help) {
     return {name, OptionKind::Choice, field, nullptr, choices, 0, 0, "", help};
 }
-constexpr OptionSpec number(std::string_view name, std::uint32_t Options::*field,
-                            std::uint32_t min, std::uint32_t max, std::string_view unit,
-                            std::string_view help) {
+constexpr OptionSpec number(std::string_view name, std::uint32_t Options::*field, std::uint32_t min,
+                            std::uint32_t max, std::string_view unit, std::string_view help) {
     return {name, OptionKind::Number, field, nullptr, {}, min, max, unit, help};
 }
 constexpr OptionSpec text(std::string_view name, TextValue Options::*field,
@@ -64,6 +63,10 @@ constexpr OptionSpec kTable[] = {
            "the others run mode=off as the control arm; 100: no experiment"),
     number("ab_seed", &Options::ab_seed, 0, 4294967295u, "",
            "with the pid, decides each process's A/B arm; change it to draw new arms"),
+    number("ab_period", &Options::ab_period, 0, 86400, "s",
+           "switchback for long-lived processes: in an A/B test, each process alternates "
+           "between the arms every this many seconds (ab and ab_seed draw its first arm), with "
+           "a statistics line at each switch; 0: a process keeps one arm"),
     number("reload_ms", &Options::reload_ms, 0, 3600000, "ms",
            "how often, at most, a running process looks for a changed config file (one "
            "stat, from a pipe wait); 0: never. The delay before a change applies"),

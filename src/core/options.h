@@ -39,11 +39,12 @@ struct Options {
     std::uint32_t spin_write = 1;  // off|on: spin before a write into a full pipe
     std::uint32_t spin_poll = 1;   // off|on: spin in poll/select/epoll waits
     std::uint32_t log_v = static_cast<std::uint32_t>(LogLevel::Warn);
-    TextValue log_file = {"stderr"};  // "stderr" or a path (appended)
-    TextValue stats = {};             // "" (none), "stderr", or a path; %p = pid
+    TextValue log_file = {"stderr"};   // "stderr" or a path (appended)
+    TextValue stats = {};              // "" (none), "stderr", or a path; %p = pid
     std::uint32_t stats_interval = 0;  // s; 0: only at exit
     std::uint32_t ab = 100;            // % of processes in the treatment arm
     std::uint32_t ab_seed = 0;         // with the pid, decides the arm
+    std::uint32_t ab_period = 0;       // s; switchback: alternate arms this often; 0: never
     std::uint32_t reload_ms = 1000;    // config file re-check period; 0: never
 
     constexpr Mode mode() const noexcept { return static_cast<Mode>(mode_v); }
@@ -54,7 +55,7 @@ struct Options {
 enum class OptionKind : std::uint8_t { Choice, Number, Text };
 
 struct OptionSpec {
-    std::string_view name;                      // "spin_us"
+    std::string_view name;  // "spin_us"
     OptionKind kind;
     std::uint32_t Options::*field;              // Choice, Number: where the value lives
     TextValue Options::*text;                   // Text: where the value lives
@@ -67,7 +68,7 @@ struct OptionSpec {
 
 std::span<const OptionSpec> option_table() noexcept;
 const OptionSpec* find_option(std::string_view name) noexcept;
-inline constexpr std::size_t kOptionCount = 13;
+inline constexpr std::size_t kOptionCount = 14;
 // The index of spec in option_table() (for per-option arrays such as sources).
 std::size_t option_index(const OptionSpec& spec) noexcept;
 

@@ -96,7 +96,7 @@ void put_mode(Out& o, Mode m) noexcept {
 
 // Called by the engine at most every reload_ms, see engine.h.
 void reload() noexcept {
-    if (g_reloading.exchange(true, std::memory_order_acquire)) return;
+    if (!try_lock_settings()) return;
     {
         BusyScope busy;
         const FileStamp now = stamp_path(g_path);
@@ -125,7 +125,7 @@ void reload() noexcept {
             report_resolved(options, sources, false);
         }
     }
-    g_reloading.store(false, std::memory_order_release);
+    unlock_settings();
 }
 
 }  // namespace
@@ -218,7 +218,16 @@ void watch_config() noexcept {
 
 void settings_after_fork() noexcept {
     // Written only if set: see IoCounters::clear() on stores after fork.
-    if (g_reloading.load(std::memory_order_relaxed)) g_reloading.store(false, std::memory_order_relaxed);
+    if (g_reloading.load(std::memory_order_relaxed))
+        g_reloading.store(false, std::memory_order_relaxed);
+}
+
+bool try_lock_settings() noexcept {
+    return !g_reloading.exchange(true, std::memory_order_acquire);
+}
+
+void unlock_settings() noexcept {
+    g_reloading.store(false, std::memory_order_release);
 }
 
 unsigned reload_count() noexcept {

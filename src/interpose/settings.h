@@ -36,6 +36,11 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
 void watch_config() noexcept;
 // In a child after fork(): a reload another thread was running is not.
 void settings_after_fork() noexcept;
+// The guard a reload holds while it applies new options: the A/B switch of
+// ab_period (stats.cpp) takes it too, so that the two never interleave.
+// False: a reload is running (it settles the arm in force itself).
+bool try_lock_settings() noexcept;
+void unlock_settings() noexcept;
 // For the exit report: how many reloads applied a changed file.
 unsigned reload_count() noexcept;
 
