@@ -15,8 +15,9 @@ constexpr OptionSpec choice(std::string_view name, std::uint32_t Options::*field
                             std::span<const std::string_view> choices, std::string_view help) {
     return {name, OptionKind::Choice, field, nullptr, choices, 0, 0, "", help};
 }
-constexpr OptionSpec number(std::string_view name, std::uint32_t Options::*field, std::uint32_t min,
-                            std::uint32_t max, std::string_view unit, std::string_view help) {
+constexpr OptionSpec number(std::string_view name, std::uint32_t Options::*field,
+                            std::uint32_t min, std::uint32_t max, std::string_view unit,
+                            std::string_view help) {
     return {name, OptionKind::Number, field, nullptr, {}, min, max, unit, help};
 }
 constexpr OptionSpec text(std::string_view name, TextValue Options::*field,

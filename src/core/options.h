@@ -39,8 +39,8 @@ struct Options {
     std::uint32_t spin_write = 1;  // off|on: spin before a write into a full pipe
     std::uint32_t spin_poll = 1;   // off|on: spin in poll/select/epoll waits
     std::uint32_t log_v = static_cast<std::uint32_t>(LogLevel::Warn);
-    TextValue log_file = {"stderr"};   // "stderr" or a path (appended)
-    TextValue stats = {};              // "" (none), "stderr", or a path; %p = pid
+    TextValue log_file = {"stderr"};  // "stderr" or a path (appended)
+    TextValue stats = {};             // "" (none), "stderr", or a path; %p = pid
     std::uint32_t stats_interval = 0;  // s; 0: only at exit
     std::uint32_t ab = 100;            // % of processes in the treatment arm
     std::uint32_t ab_seed = 0;         // with the pid, decides the arm
@@ -55,7 +55,7 @@ struct Options {
 enum class OptionKind : std::uint8_t { Choice, Number, Text };
 
 struct OptionSpec {
-    std::string_view name;  // "spin_us"
+    std::string_view name;                      // "spin_us"
     OptionKind kind;
     std::uint32_t Options::*field;              // Choice, Number: where the value lives
     TextValue Options::*text;                   // Text: where the value lives

@@ -218,8 +218,7 @@ void watch_config() noexcept {
 
 void settings_after_fork() noexcept {
     // Written only if set: see IoCounters::clear() on stores after fork.
-    if (g_reloading.load(std::memory_order_relaxed))
-        g_reloading.store(false, std::memory_order_relaxed);
+    if (g_reloading.load(std::memory_order_relaxed)) g_reloading.store(false, std::memory_order_relaxed);
 }
 
 bool try_lock_settings() noexcept {
