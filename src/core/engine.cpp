@@ -335,21 +335,25 @@ void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
     plan.t_call = sys::now_ns();
 }
 
-// A read or write that cannot spin (mode off, the direction switched off)
-// still carries the periodic work, so that such a process reports its
-// interval lines and picks up a changed config file too: but only one call
-// in 16 per fd direction looks at the clock, which would otherwise be the
-// largest part of what interposition costs such a call.
-void passthrough_hooks(const IoCounters& c) noexcept {
-    if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
-}
-
-// A call that will not spin although the process may: a fd that adaptive
-// mode keeps from spinning makes no slow-path call at all, so one call in
-// 16 per fd direction looks for a due statistics tick (an interval line, an
-// A/B switch), and only for that. A load and a branch otherwise.
-void passthrough_tick(const IoCounters& c) noexcept {
-    if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) maybe_stats_tick();
+// The periodic work of reads and writes, from one call in 16 per fd
+// direction (a look at the clock would otherwise be the largest part of
+// what interposition costs a call that does not spin), before the call
+// decides anything, so that a switch or a reload applies to it already.
+// Where nothing in the process can spin in this direction (mode off, the
+// direction switched off), no call takes the slow path, so these carry all
+// of it: a process in mode off reports its interval lines and picks up a
+// changed config file too. Elsewhere only the statistics tick (interval
+// lines, A/B switches): a fd that adaptive mode keeps from spinning, or one
+// whose every call finds its pipe ready, makes no slow-path call, and a
+// process that never waited would never switch arms.
+void periodic_hooks(const IoCounters& c, Dir dir) noexcept {
+    if ((c.calls.load(std::memory_order_relaxed) & 15) != 0) [[likely]]
+        return;
+    const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
+    if (never_spins(dir_on, g_runtime.params()))
+        slow_path_hooks();
+    else
+        maybe_stats_tick();
 }
 
 // A call on a tracked pipe that will not spin. Whatever it still has to
@@ -388,14 +392,11 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     const FdInfo info = g_table.lookup(fd, classifier());
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
+    periodic_hooks(st, dir);
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     if (budget != 0) return {info.state, budget};
-    if (never_spins(dir_on, params))
-        passthrough_hooks(st);
-    else
-        passthrough_tick(st);
     if (settle_early(st, params)) return {};
     return {info.state, 0};
 }
@@ -416,9 +417,12 @@ bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept 
     plan.kind = info.kind();
     plan.stat_dir = dir == Dir::Read ? StatDir::Read : StatDir::Write;
     if (b.budget != 0) return true;
-    // No look: with statistics lines on, the real call is timed, so that the
-    // waits of a fd that does not spin (the control arm's) are seen too.
-    if (g_runtime.count_bytes.load(std::memory_order_relaxed))
+    // No look: with statistics lines on, a read is timed, so that the waits
+    // of a fd that does not spin (the control arm's) are seen too. Not a
+    // write: one that lasts is mostly one that woke its reader on another
+    // CPU (an interrupt, in a VM an exit), which takes as long as a wait
+    // and is none; a write waits only for room, which a look would show.
+    if (dir == Dir::Read && g_runtime.count_bytes.load(std::memory_order_relaxed))
         time_call(plan, Plan::Timed::Unlooked);
     return false;
 }

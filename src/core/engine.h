@@ -40,9 +40,9 @@ struct Plan {
     std::int64_t timeout_ns = -1;
     // Where after_call() counts the wait in the process's histograms
     // (core/stats.h, WaitEnd), and whether it times a real call that no spin
-    // preceded: Unlooked, a call made without a look (statistics lines on;
-    // a wait if it lasted kPlainFloorNs or more), Pending, one a look found
-    // not ready that could not spin (no CPU free for the peer).
+    // preceded: Unlooked, a read made without a look (statistics lines on;
+    // a wait if it lasted kPlainFloorNs or more), Pending, a call a look
+    // found not ready that could not spin (no CPU free for the peer).
     enum class Timed : std::uint8_t { No, Unlooked, Pending };
     Timed timed = Timed::No;
     StatKind kind = StatKind::Pipe;
@@ -55,11 +55,11 @@ struct Plan {
 // direction, from any call on a tracked pipe), never from a call that found
 // its pipe ready:
 //  - statistics: interval lines every stats_interval seconds, and the A/B
-//    switches of ab_period. Also checked from one call in 16 per fd
-//    direction of those that will not spin (a fd that adaptive mode keeps
-//    from spinning makes no other slow-path call), when a tick is
-//    registered. Called once its deadline (coarse monotonic ns) has passed,
-//    it returns the next one (0: none);
+//    switches of ab_period. Also checked, when a tick is registered, from
+//    one read or write in 16 per fd direction of any other kind (a process
+//    whose pipes are always ready, or that adaptive mode keeps from
+//    spinning, makes no slow-path call). Called once its deadline (coarse
+//    monotonic ns) has passed, it returns the next one (0: none);
 //  - live retuning every reload_ms: look for a changed config file and, if
 //    it changed, apply it (configure()).
 using StatsTick = std::uint64_t (*)(std::uint64_t now_ns) noexcept;
@@ -81,7 +81,7 @@ struct Runtime {
     std::atomic<bool> spin_dir[2] = {kDefaults.spin_read != 0, kDefaults.spin_write != 0};
     std::atomic<bool> spin_poll{kDefaults.spin_poll != 0};  // spin in poll/select/epoll
     // Statistics lines are on, so the bytes each call moved are counted, and
-    // a call made without a look is timed (Plan::Timed::Unlooked). Otherwise
+    // a read made without a look is timed (Plan::Timed::Unlooked). Otherwise
     // no one reads them, and a call that does not spin is counted before its
     // real call (see settle_early in engine.cpp).
     std::atomic<bool> count_bytes{!kDefaults.stats.empty()};

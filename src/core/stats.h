@@ -84,7 +84,7 @@ struct ViaCount {
 // How a wait ended (docs/stats.md, "wait_ns" and "wait_log2"): a spin caught
 // it (hit), a spin missed and the real call slept (miss), or no spin ran and
 // the real call slept (plain: a fresh fd's watched wait, a wait that found
-// no CPU free for the peer, or, with statistics lines on, a call made
+// no CPU free for the peer, or, with statistics lines on, a read made
 // without a look that lasted kPlainFloorNs or more: the control arm's waits).
 enum class WaitEnd : std::uint8_t { Hit = 0, Miss = 1, Plain = 2 };
 inline constexpr int kWaitEnds = 3;
@@ -99,9 +99,9 @@ constexpr int wait_bucket(std::uint64_t ns) noexcept {
     const int b = static_cast<int>(std::bit_width(ns)) - 10;
     return b < kWaitBuckets ? b : kWaitBuckets - 1;
 }
-// A call made without a look counts as a (plain) wait from this long on:
-// longer than a pipe read or write takes without sleeping, shorter than a
-// sleep and a wake-up from another CPU (the start of bucket 3).
+// A read made without a look counts as a (plain) wait from this long on:
+// longer than a pipe read takes without sleeping, shorter than a sleep and
+// a wake-up from another CPU (the start of bucket 3).
 inline constexpr std::uint64_t kPlainFloorNs = 1u << 12;
 
 struct WaitHist {

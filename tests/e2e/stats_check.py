@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "stats"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import validate_stats  # noqa: E402
 
 case, lib, helper = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]

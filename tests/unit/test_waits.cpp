@@ -88,6 +88,12 @@ TEST_CASE("waits: with statistics lines on, a call made without a look is timed"
         CHECK(after.ns - before.ns >= kSlept);
         CHECK(p.reader().waits.load() == 0);  // `waits` stays the looked-at waits
 
+        // A write is not timed: one that lasts is mostly one that woke its reader.
+        plan = before_write(p.fds[1], "x", 1);
+        CHECK(plan.dir == &fd_table().state(p.fds[1])->dir[1]);
+        CHECK(plan.timed == Plan::Timed::No);
+        after_call(plan, 1);
+
         // What the program gets as an error (a non-blocking fd's EAGAIN) is no wait.
         plan = before_read(p.fds[0], &c, 1);
         REQUIRE(plan.timed == Plan::Timed::Unlooked);
