@@ -7,6 +7,7 @@ pipespin_packages=(
   g++ cmake make pkg-config          # build
   libfmt-dev libspdlog-dev catch2    # compiled-in logging, unit tests
   python3                            # tests parse JSON and drive e2e cases
+  python3-jsonschema                 # tests validate statistics lines (docs/stats.schema.json)
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
   time                               # /usr/bin/time for tools/bench/interpose.sh

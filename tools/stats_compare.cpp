@@ -80,6 +80,8 @@ constexpr Measure kMeasures[] = {
 
 struct Group {
     std::string program;
+    // (all): the groups of the programs, whose samples it pools (evaluate).
+    std::vector<const Group*> parts;
     std::vector<Sample> samples[2];
     std::size_t processes = 0, periods = 0;
     WaitHist waits[2][kWaitEnds];  // summed over the arm's samples
@@ -130,7 +132,11 @@ std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
         add(p.program, p.arm, sample_of(p.counters, p.wall_us, 2, p.has_rusage, p.rusage), true);
     std::vector<Group> out;
     for (auto& [name, g] : by_program) out.push_back(std::move(g));
-    if (out.size() != 1) out.push_back(std::move(all));
+    if (out.size() > 1) {
+        out.reserve(out.size() + 1);  // `parts` point into `out`
+        for (const Group& g : out) all.parts.push_back(&g);
+        out.push_back(std::move(all));
+    }
     return out;
 }
 
@@ -140,11 +146,29 @@ struct Result {
     double median(int arm) const { return summarize(values[arm]).median; }
 };
 
+// A measure's values in both arms. For (all), each program's values are
+// divided by the median of its own control arm before they are pooled:
+// programs whose figures differ by orders of magnitude (µs per call of a
+// ping-pong, ms of a batch job) and whose arms hold different numbers of
+// their processes would otherwise compare the mix, not the treatment.
 Result evaluate(const Group& g, const Measure& m, const CompareArgs& a) {
     Result r;
-    for (int arm : {kControl, kTreatment})
-        for (const Sample& s : g.samples[arm])
-            if (const std::optional<double> v = m.of(s)) r.values[arm].push_back(*v);
+    auto values = [&](const Group& of, int arm, double scale) {
+        for (const Sample& s : of.samples[arm])
+            if (const std::optional<double> v = m.of(s)) r.values[arm].push_back(*v / scale);
+    };
+    if (g.parts.empty()) {
+        for (int arm : {kControl, kTreatment}) values(g, arm, 1);
+    } else {
+        for (const Group* part : g.parts) {
+            Result own;
+            for (const Sample& s : part->samples[kControl])
+                if (const std::optional<double> v = m.of(s)) own.values[kControl].push_back(*v);
+            const double scale = own.values[kControl].empty() ? 0 : own.median(kControl);
+            if (!(scale > 0)) continue;  // no control figure to relate to
+            for (int arm : {kControl, kTreatment}) values(*part, arm, scale);
+        }
+    }
     if (r.values[kControl].size() >= kCompareMinSamples &&
         r.values[kTreatment].size() >= kCompareMinSamples)
         r.test = bootstrap_ratio(r.values[kControl], r.values[kTreatment], a.seed, a.margin);
@@ -308,10 +332,10 @@ std::string group_json(const Group& g, const CompareArgs& a) {
     }
     return fmt::format(
         "{{\"program\":{},\"samples\":{{\"control\":{},\"treatment\":{}}},\"processes\":{},"
-        "\"periods\":{},\"too_few\":{},\"measures\":{{{}}},\"waits\":{{\"control\":{},"
-        "\"treatment\":{}}}}}",
+        "\"periods\":{},\"relative\":{},\"too_few\":{},\"measures\":{{{}}},\"waits\":{{"
+        "\"control\":{},\"treatment\":{}}}}}",
         json_string(g.program), g.samples[kControl].size(), g.samples[kTreatment].size(),
-        g.processes, g.periods,
+        g.processes, g.periods, !g.parts.empty(),
         g.samples[kControl].size() < kCompareMinSamples ||
             g.samples[kTreatment].size() < kCompareMinSamples,
         fmt::join(measures, ","), waits_json(g.waits[kControl]), waits_json(g.waits[kTreatment]));
@@ -319,6 +343,8 @@ std::string group_json(const Group& g, const CompareArgs& a) {
 
 void print_group(const Group& g, const CompareArgs& a) {
     fmt::print("{}: {}\n", printable(g.program), samples_text(g));
+    if (!g.parts.empty())
+        fmt::print("  (each program's figures relative to the median of its control arm)\n");
     fmt::print("  {:<27} {:>14} {:>16} {:>9}  {:<20} {}\n", "measure (median per sample)",
                "control", "treatment", "ratio", "95% interval", "verdict");
     for (const Measure& m : kMeasures) {
