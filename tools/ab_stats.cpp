@@ -42,7 +42,7 @@ RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<
     };
     t.ci_low = at(tail);
     t.ci_high = at(1 - tail);
-    t.verdict = t.ci_low > 1 + margin         ? kFaster
+    t.verdict = t.ci_low > 1 + margin          ? kFaster
                 : t.ci_high < 1 / (1 + margin) ? kSlower
                                                : kNoDifference;
     return t;

@@ -92,8 +92,8 @@ struct Group {
     }
 };
 
-Sample sample_of(const StatsSnapshot& counters, std::uint64_t wall_us, int version,
-                 bool has_rusage, const Rusage& rusage) {
+Sample sample_of(const StatsSnapshot& counters, std::uint64_t wall_us, int version, bool has_rusage,
+                 const Rusage& rusage) {
     Sample s;
     s.wall_us = wall_us;
     s.total = counters.total();
@@ -113,8 +113,7 @@ std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
     std::map<std::string, Group> by_program;
     Group all;
     all.program = kAll;
-    auto add = [&](const std::string& program, std::string_view arm, const Sample& s,
-                   bool period) {
+    auto add = [&](const std::string& program, std::string_view arm, const Sample& s, bool period) {
         // A process without a call on a pipe (a shell that only execs) has
         // nothing to compare: every measure is per call, wait or MiB.
         const int i = arm_index(arm);
@@ -207,7 +206,7 @@ void warn_too_few(const Group& g) {
 std::string bucket_label(int b) {
     if (b == 0) return "<1µs";
     const double ns = std::ldexp(1.0, b + 9);
-    const std::string at = ns < 1e6 ? fmt::format("{:.0f}µs", ns / 1e3)
+    const std::string at = ns < 1e6   ? fmt::format("{:.0f}µs", ns / 1e3)
                            : ns < 1e7 ? fmt::format("{:.1f}ms", ns / 1e6)
                                       : fmt::format("{:.0f}ms", ns / 1e6);
     return b == kWaitBuckets - 1 ? "≥" + at : at;
@@ -263,10 +262,9 @@ std::string plot_script(const Group& g, const Result& wall, const CompareArgs& a
         "plot $waits using ($1-0.2):2:xtic(4) with boxes lc rgb '#4060c0' title {}, \\\n"
         "     $waits using ($1+0.2):3 with boxes lc rgb '#c04040' title {}\n",
         gnuplot_string(png), rows,
-        gnuplot_string(fmt::format("pipespin stats --compare: {}: waits by duration; {}{}",
-                                   g.program, verdict,
-                                   a.margin > 0 ? fmt::format(" (margin {:g}%)", a.margin * 100)
-                                                : "")),
+        gnuplot_string(
+            fmt::format("pipespin stats --compare: {}: waits by duration; {}{}", g.program, verdict,
+                        a.margin > 0 ? fmt::format(" (margin {:g}%)", a.margin * 100) : "")),
         kWaitBuckets - 0.4, gnuplot_string(fmt::format("control ({} waits)", n[kControl])),
         gnuplot_string(fmt::format("treatment ({} waits)", n[kTreatment])));
 }
@@ -295,8 +293,7 @@ void draw_plot(const Group& g, const Result& wall, const CompareArgs& a) {
     fs::create_directories(dir, ec);
     const fs::path gp = dir / "compare.gp";
     {
-        std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(gp.c_str(), "w"),
-                                                          std::fclose);
+        std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(gp.c_str(), "w"), std::fclose);
         if (!f || std::fputs(script.c_str(), f.get()) < 0 || std::fflush(f.get()) != 0)
             throw Failure(kExitFailure, fmt::format("stats: cannot write {}", gp.string()));
     }

@@ -214,7 +214,8 @@ void add_to(StatsGroup& g, const ProcessRecord& r) {
     for (int k = 0; k < kStatKinds; ++k)
         for (int d = 0; d < kStatDirs; ++d) {
             g.counters.c[k][d] += r.counters.c[k][d];
-            for (int e = 0; e < kWaitEnds; ++e) g.counters.wait[k][d][e] += r.counters.wait[k][d][e];
+            for (int e = 0; e < kWaitEnds; ++e)
+                g.counters.wait[k][d][e] += r.counters.wait[k][d][e];
         }
     for (int h = 0; h < kViaCount; ++h) {
         g.counters.via[h].spins += r.counters.via[h].spins;

@@ -93,7 +93,7 @@ struct Runtime {
     std::atomic<bool> classify{true};
     std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
     std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
-    std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
+    std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines, no switches
     std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
     std::atomic<std::uint64_t> reload_next_ns{0};  // 0: at the first chance
