@@ -300,14 +300,26 @@ void slow_path_hooks() noexcept {
     maybe_reload();
 }
 
+// The slow path's periodic work may just have switched the process to the
+// control arm (ab_period) or reloaded mode off: a wait that has not spun yet
+// follows it at once.
+bool turned_off() noexcept {
+    return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Off;
+}
+
 // The fd would block now (its first look said so): the slow path's periodic
 // work, the run-queue gate, then the spin and its accounting. False when no
-// spin ran (no CPU free for the peer, or the fd is in non-blocking mode and
-// the real call must give its EAGAIN): the plan is left as it was.
+// spin ran (mode turned off, no CPU free for the peer, or the fd is in
+// non-blocking mode and the real call must give its EAGAIN): the plan is
+// left as it was.
 template <class Step>
 bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const SignalMark& mark,
                 std::uint64_t budget, Step& look, const Fd& on, Via via, SpinEnd& end) {
     slow_path_hooks();
+    if (turned_off()) {
+        time_call(plan, Plan::Timed::Pending);
+        return false;
+    }
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
         time_call(plan, Plan::Timed::Pending);
@@ -638,6 +650,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     plan.kind = pipe.kind;
     plan.stat_dir = StatDir::Poll;
     slow_path_hooks();  // nothing is ready: the slow path
+    if (turned_off()) return plan;
     const bool dir_on = g_runtime.spin_poll.load(std::memory_order_relaxed);
     std::uint64_t budget = dir_on ? budget_for(st, params, *pipe.lane) : 0;
     if (budget == SpinPolicy::kWatchOnly) {  // a fresh pipe: no spin, the wait timed

@@ -166,3 +166,36 @@ TEST_CASE("engine: the statistics tick also runs from calls that will not spin",
     CHECK(runtime().stats_next_ns.load() > sys::coarse_ns() + 3'000'000'000'000ull);
     set_stats_tick(nullptr, 0);
 }
+
+namespace {
+
+// A tick that switches the process to the control arm, as ab_period does.
+std::uint64_t switch_off_tick(std::uint64_t now) noexcept {
+    g_ticks.fetch_add(1);
+    Options o;
+    o.mode_v = static_cast<std::uint32_t>(Mode::Off);
+    configure(o, 4096);
+    return now + 3'600'000'000'000ull;
+}
+
+}  // namespace
+
+TEST_CASE("engine: a wait whose slow path switched to the control arm does not spin",
+          "[engine][tick]") {
+    PipeFixture p(Mode::Fixed, 1000);
+    char c;
+    REQUIRE(::write(p.fds[1], "x", 1) == 1);
+    Plan plan = before_read(p.fds[0], &c, 1);  // one call: the next is not the 16th
+    REQUIRE(plan.action == Plan::Action::Done);
+    after_call(plan, plan.result);
+    g_ticks = 0;
+    set_stats_tick(switch_off_tick, 0);
+    const std::uint64_t spins = p.reader().spins.load();
+    plan = before_read(p.fds[0], &c, 1);  // empty: the slow path, where the tick runs
+    CHECK(g_ticks.load() == 1);
+    CHECK(runtime().mode.load() == Mode::Off);
+    CHECK_FALSE(plan.obs.spun);
+    CHECK(p.reader().spins.load() == spins);
+    CHECK(plan.timed == Plan::Timed::Pending);  // a wait a look saw: timed, a plain wait
+    set_stats_tick(nullptr, 0);
+}
