@@ -136,8 +136,9 @@ std::uint64_t stats_tick(std::uint64_t now) noexcept {
             wrote = true;
         }
     }
+    // A switch's line is an interval line too: the next one an interval later.
     const Settled& s = settled();
-    if (s.interval_ns != 0 && now >= g_next_line_ns.load(kRelaxed)) {
+    if (s.interval_ns != 0 && (wrote || now >= g_next_line_ns.load(kRelaxed))) {
         if (!wrote) stats_write(StatsEvent::Interval);
         g_next_line_ns.store(now + s.interval_ns, kRelaxed);
     }
