@@ -1011,7 +1011,14 @@ void count_wait(const Plan& plan, long result, bool watched) noexcept {
     } else if (watched) {
         ns = plan.obs.block_ns;
     } else if (plan.timed != Plan::Timed::No && result >= 0) {
-        ns = sys::now_ns() - plan.t_call;
+        const std::uint64_t now = sys::now_ns();
+        ns = now - plan.t_call;
+        // A timed read is the statistics tick's chance, at no cost but a
+        // compare: a reader that adaptive mode keeps from spinning reaches
+        // the 16th call of periodic_hooks() only every 16 reads (16 s for a
+        // message a second), and its interval lines and A/B switches would
+        // lag that much. The fine clock is never behind the coarse one.
+        if (now >= g_runtime.stats_next_ns.load(std::memory_order_relaxed)) maybe_stats_tick();
         if (plan.timed == Plan::Timed::Unlooked && ns < kPlainFloorNs) return;  // no wait
     } else {
         return;

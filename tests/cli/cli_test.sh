@@ -715,6 +715,19 @@ PY
   expect_in "$work/err" "no sample of either arm to draw"
 }
 
+# ab_period in the user's environment (or config) must not switch the runs
+# of `pipespin ab` between arms: each run is in the arm ab puts it in.
+case_ab_no_switchback() {
+  # A run of 1.5 s whose cat reads a pipe all along: with a 1 s period, the
+  # cat of its treatment run would end in the control arm and say so.
+  printf '#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo x; sleep 0.1; done | cat >/dev/null\n' \
+    >"$work/slow.sh"
+  chmod 755 "$work/slow.sh"
+  PIPESPIN_AB_PERIOD=1 expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- "$work/slow.sh"
+  expect_not_in "$work/out" "reported another arm"
+  expect_in "$work/out" "verdict: "
+}
+
 case_ab() {
   expect_status 0 "$pipespin" ab -n 3 --warmup 0 --json -- sh -c 'exit 0'
   python3 - "$work/out" <<'PY' || fail "bad ab --json"

@@ -199,3 +199,19 @@ TEST_CASE("engine: a wait whose slow path switched to the control arm does not s
     CHECK(plan.timed == Plan::Timed::Pending);  // a wait a look saw: timed, a plain wait
     set_stats_tick(nullptr, 0);
 }
+
+TEST_CASE("engine: a timed read gives the statistics tick its chance", "[engine][tick]") {
+    PipeFixture p(Mode::Off, 1, with_stats());
+    char c;
+    REQUIRE(::write(p.fds[1], "xx", 2) == 2);
+    Plan plan = before_read(p.fds[0], &c, 1);  // the 1st call: not the 16th next
+    after_call(plan, ::read(p.fds[0], &c, 1));
+    g_ticks = 0;
+    set_stats_tick(count_tick, 0);  // due now
+    plan = before_read(p.fds[0], &c, 1);
+    REQUIRE(plan.timed == Plan::Timed::Unlooked);
+    CHECK(g_ticks.load() == 0);  // not before the call: it is not the 16th
+    after_call(plan, ::read(p.fds[0], &c, 1));
+    CHECK(g_ticks.load() == 1);
+    set_stats_tick(nullptr, 0);
+}
