@@ -413,6 +413,7 @@ int ab_main(Args args) {
             fs::path(tmp.path()) / fmt::format("{}-{}.jsonl", arms[arm].name, index);
         Environment env = base;
         env.set("PIPESPIN_AB", arm == 0 ? "0" : "100");
+        env.set("PIPESPIN_AB_PERIOD", "0");  // one arm per run, whatever a config file says
         env.set("PIPESPIN_STATS", stats.string());
         if (tty)
             fmt::print(stderr, "\r  {} run {}/{} ({}{})   ", measured ? "measuring" : "warming up",

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "common.h"
+#include "stats_compare.h"
 #include "stats_lines.h"
 
 namespace pipespin::cli {
@@ -42,18 +43,23 @@ std::string via_text(const StatsGroup& g) {
 }
 
 std::string group_json(const StatsGroup& g) {
+    WaitHist waits[kWaitEnds];
+    total_waits(g.counters, waits);
     return fmt::format(
         "{{\"program\":{},\"arm\":{},\"processes\":{},\"running\":{},\"wall_us\":{},"
-        "\"sleeps_avoided\":{},\"counters\":{},\"via\":{}}}",
+        "\"sleeps_avoided\":{},\"counters\":{},\"via\":{},\"rusage\":{},\"waits\":{}}}",
         json_string(g.program), json_string(g.arm), g.processes, g.running, g.wall_us,
-        g.counters.total().spin_hits, snapshot_json(g.counters), via_json(g.counters));
+        g.counters.total().spin_hits, snapshot_json(g.counters), via_json(g.counters),
+        rusage_json(g.rusage), waits_json(waits));
 }
 
 }  // namespace
 
 std::string stats_usage() {
     return usage_entry(
-        "  pipespin stats [--json] FILE...\n",
+        "  pipespin stats [--json] FILE...\n"
+        "  pipespin stats --compare [--program NAME] [--margin PCT] [--seed S] [--json]\n"
+        "                 [--plot OUT.png|OUT.gp] FILE...\n",
         "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
         "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
         "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
@@ -61,26 +67,54 @@ std::string stats_usage() {
         "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
         "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
         "spins came through. Only the last line of each process counts (interval lines are "
-        "cumulative). --json prints the same as one object, with a \"via\" object per group.");
+        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'. "
+        "--json prints the same as one object, with a \"via\" object, the resource usage and "
+        "the wait histograms per group. --compare: control against treatment, per program and "
+        "overall, each process (or each period of a switchback process) one sample: wall time "
+        "per call, time blocked per wait, CPU per MiB moved and context switches per call, each "
+        "as the ratio of the arms' medians (control/treatment) with a 95% bootstrap interval "
+        "(10000 resamples, seed S, default 1) and a verdict in the words of pipespin ab: "
+        "faster or slower only when the whole interval lies beyond 1 + PCT/100 (default 5) or "
+        "its inverse, else no significant difference; fewer than 5 samples in an arm: no "
+        "verdict, and a warning. --plot draws the wait-time distributions of both arms "
+        "(gnuplot; of NAME, or of all programs): OUT.gp writes the script, data included.");
 }
 
 int stats_main(Args args) {
     ArgCursor cur("stats", args);
-    bool json = false;
+    bool json = false, compare = false, compare_only = false;
+    CompareArgs ca;
     while (cur.at_flag()) {
         if (cur.take_flag("--help") || cur.take_flag("-h")) {
             std::fputs(stats_usage().c_str(), stdout);
             return kExitOk;
         }
-        if (cur.take_flag("--json"))
+        if (cur.take_flag("--json")) {
             json = true;
-        else
+        } else if (cur.take_flag("--compare")) {
+            compare = true;
+        } else if (auto v = cur.take_value("--seed")) {
+            ca.seed = parse_count("stats", "--seed", *v, 0, ~0ull);
+            compare_only = true;
+        } else if (auto v = cur.take_value("--margin")) {
+            ca.margin = static_cast<double>(parse_count("stats", "--margin", *v, 0, 100)) / 100;
+            compare_only = true;
+        } else if (auto v = cur.take_value("--program")) {
+            ca.program = std::string(*v);
+            compare_only = true;
+        } else if (auto v = cur.take_value("--plot")) {
+            ca.plot = std::string(*v);
+            compare_only = true;
+        } else {
             cur.fail_unknown();
+        }
     }
     cur.take_separator();
     std::vector<std::string> files;
     while (!cur.done()) files.emplace_back(cur.take_word());
     if (files.empty()) throw UsageError("stats: missing FILE");
+    if (compare_only && !compare)
+        throw UsageError("stats: --seed, --margin, --program and --plot go with --compare");
 
     const LoadedStats st = load_stats(files);
     if (st.bad_lines > 0)
@@ -88,6 +122,10 @@ int stats_main(Args args) {
                    "pipespin: warning: stats: skipped {} of {} lines that are not "
                    "statistics lines (first: {})\n",
                    st.bad_lines, st.lines, printable(st.first_problem));
+    if (compare) {
+        ca.json = json;
+        return compare_stats(st, ca);
+    }
     const std::vector<StatsGroup> groups = group_stats(st.records);
     std::vector<std::string> arms;
     for (const ProcessRecord& r : st.records)

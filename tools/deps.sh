@@ -8,6 +8,7 @@ pipespin_packages=(
   libfmt-dev libspdlog-dev catch2    # compiled-in logging, unit tests
   python3                            # tests parse JSON and drive e2e cases
   strace                             # tests/e2e: mode off makes no shim's syscalls
+  python3-jsonschema                 # tests validate statistics lines (docs/stats.schema.json)
   linux-perf rt-tests                # perf bench sched pipe, hackbench
   gnuplot-nox                        # benchmark charts
   time                               # /usr/bin/time for tools/bench/interpose.sh

@@ -28,6 +28,14 @@ Counters counters_of(const JsonValue& v) {
     return c;
 }
 
+void add_rusage(Rusage& to, const Rusage& r) {
+    to.utime_us += r.utime_us;
+    to.stime_us += r.stime_us;
+    to.nvcsw += r.nvcsw;
+    to.nivcsw += r.nivcsw;
+    to.maxrss_kb = std::max(to.maxrss_kb, r.maxrss_kb);
+}
+
 void add_record(LoadedStats& out, std::map<std::pair<std::int64_t, std::uint64_t>, std::size_t>& at,
                 ProcessRecord r) {
     const auto key = std::make_pair(r.pid, r.start_us);
@@ -35,9 +43,85 @@ void add_record(LoadedStats& out, std::map<std::pair<std::int64_t, std::uint64_t
     if (it == at.end()) {
         at.emplace(key, out.records.size());
         out.records.push_back(std::move(r));
-    } else if (r.seq >= out.records[it->second].seq) {
-        out.records[it->second] = std::move(r);
+        return;
     }
+    ProcessRecord& have = out.records[it->second];
+    // The usage is per line: the image's is the sum over its lines.
+    Rusage sum = have.rusage;
+    add_rusage(sum, r.rusage);
+    const bool any = have.has_rusage || r.has_rusage;
+    if (r.seq >= have.seq) have = std::move(r);
+    have.rusage = sum;
+    have.has_rusage = any;
+}
+
+WaitHist hist_of(const JsonValue* ns, const JsonValue* log2, std::string_view end) {
+    WaitHist h;
+    if (ns != nullptr) h.ns = static_cast<std::uint64_t>(ns->num(end));
+    if (const JsonValue* a = log2 != nullptr ? log2->get(end) : nullptr) {
+        for (std::size_t b = 0; b < a->array.size(); ++b)
+            h.n[std::min<std::size_t>(b, kWaitBuckets - 1)] +=
+                static_cast<std::uint64_t>(a->array[b].number);
+    }
+    return h;
+}
+
+// later - earlier, for cumulative counters (a counter that went down, which
+// only a mixed-up file can show, reads as 0).
+std::uint64_t minus(std::uint64_t later, std::uint64_t earlier) {
+    return later > earlier ? later - earlier : 0;
+}
+
+StatsSnapshot difference(const StatsSnapshot& later, const StatsSnapshot& earlier) {
+    StatsSnapshot d;
+    for (int k = 0; k < kStatKinds; ++k) {
+        for (int dir = 0; dir < kStatDirs; ++dir) {
+            const Counters& a = later.c[k][dir];
+            const Counters& b = earlier.c[k][dir];
+            Counters& c = d.c[k][dir];
+            c.calls = minus(a.calls, b.calls);
+            c.bytes = minus(a.bytes, b.bytes);
+            c.waits = minus(a.waits, b.waits);
+            c.spins = minus(a.spins, b.spins);
+            c.spin_hits = std::min(minus(a.spin_hits, b.spin_hits), c.spins);
+            c.spin_ns = minus(a.spin_ns, b.spin_ns);
+            c.sleep_ns = minus(a.sleep_ns, b.sleep_ns);
+            for (int e = 0; e < kWaitEnds; ++e) {
+                for (int i = 0; i < kWaitBuckets; ++i)
+                    d.wait[k][dir][e].n[i] =
+                        minus(later.wait[k][dir][e].n[i], earlier.wait[k][dir][e].n[i]);
+                d.wait[k][dir][e].ns = minus(later.wait[k][dir][e].ns, earlier.wait[k][dir][e].ns);
+            }
+        }
+    }
+    for (int h = 0; h < kViaCount; ++h) {
+        d.via[h].spins = minus(later.via[h].spins, earlier.via[h].spins);
+        d.via[h].spin_hits = minus(later.via[h].spin_hits, earlier.via[h].spin_hits);
+    }
+    return d;
+}
+
+// A line of a switchback image: the period since its previous line.
+void add_period(LoadedStats& out, const ProcessRecord& r) {
+    const auto key = std::make_pair(r.pid, r.start_us);
+    auto it = out.last_line.find(key);
+    const bool first = it == out.last_line.end();
+    if (first ? r.seq != 0 : r.seq != it->second.seq + 1) {
+        // A line is missing (or out of order): what happened in between
+        // cannot be told apart by arm.
+        ++out.periods_lost;
+    } else {
+        Period p;
+        p.program = r.program;
+        p.arm = r.arm;
+        p.wall_us = first ? r.wall_us : minus(r.wall_us, it->second.wall_us);
+        p.counters = first ? r.counters : difference(r.counters, it->second.counters);
+        p.has_rusage = r.has_rusage;
+        p.rusage = r.rusage;
+        out.periods.push_back(std::move(p));
+    }
+    LoadedStats::LastLine& last = out.last_line[key];
+    if (first || r.seq > last.seq) last = {r.seq, r.wall_us, r.counters};
 }
 
 }  // namespace
@@ -71,12 +155,30 @@ void add_stats_text(LoadedStats& out, std::string_view text, std::string_view na
         r.start_us = static_cast<std::uint64_t>(v->num("start_us"));
         r.wall_us = static_cast<std::uint64_t>(v->num("wall_us"));
         r.seq = static_cast<std::uint64_t>(v->num("seq"));
+        r.version = static_cast<int>(v->num("v", 1));
+        if (const JsonValue* config = v->get("config"))
+            r.ab_period = static_cast<std::uint64_t>(config->num("ab_period"));
+        if (const JsonValue* ru = v->get("rusage")) {
+            r.has_rusage = true;
+            r.rusage.utime_us = static_cast<std::uint64_t>(ru->num("utime_us"));
+            r.rusage.stime_us = static_cast<std::uint64_t>(ru->num("stime_us"));
+            r.rusage.nvcsw = static_cast<std::uint64_t>(ru->num("nvcsw"));
+            r.rusage.nivcsw = static_cast<std::uint64_t>(ru->num("nivcsw"));
+            r.rusage.maxrss_kb = static_cast<std::uint64_t>(ru->num("maxrss_kb"));
+        }
         for (int k = 0; k < kStatKinds; ++k) {
             const JsonValue* kind = v->get(kind_name(static_cast<StatKind>(k)));
             if (kind == nullptr) continue;
-            for (int d = 0; d < kStatDirs; ++d)
-                if (const JsonValue* dir = kind->get(dir_name(static_cast<StatDir>(d))))
-                    r.counters.c[k][d] = counters_of(*dir);
+            for (int d = 0; d < kStatDirs; ++d) {
+                const JsonValue* dir = kind->get(dir_name(static_cast<StatDir>(d)));
+                if (dir == nullptr) continue;
+                r.counters.c[k][d] = counters_of(*dir);
+                const JsonValue* ns = dir->get("wait_ns");
+                const JsonValue* log2 = dir->get("wait_log2");
+                for (int e = 0; e < kWaitEnds; ++e)
+                    r.counters.wait[k][d][e] =
+                        hist_of(ns, log2, wait_end_name(static_cast<WaitEnd>(e)));
+            }
         }
         if (const JsonValue* via = v->get("via")) {
             for (int h = 0; h < kViaCount; ++h) {
@@ -86,6 +188,7 @@ void add_stats_text(LoadedStats& out, std::string_view text, std::string_view na
                 }
             }
         }
+        if (r.switchback()) add_period(out, r);
         add_record(out, at, std::move(r));
     }
 }
@@ -107,8 +210,13 @@ void add_to(StatsGroup& g, const ProcessRecord& r) {
     ++g.processes;
     if (r.event == "interval") ++g.running;
     g.wall_us += r.wall_us;
+    add_rusage(g.rusage, r.rusage);
     for (int k = 0; k < kStatKinds; ++k)
-        for (int d = 0; d < kStatDirs; ++d) g.counters.c[k][d] += r.counters.c[k][d];
+        for (int d = 0; d < kStatDirs; ++d) {
+            g.counters.c[k][d] += r.counters.c[k][d];
+            for (int e = 0; e < kWaitEnds; ++e)
+                g.counters.wait[k][d][e] += r.counters.wait[k][d][e];
+        }
     for (int h = 0; h < kViaCount; ++h) {
         g.counters.via[h].spins += r.counters.via[h].spins;
         g.counters.via[h].spin_hits += r.counters.via[h].spin_hits;
@@ -119,9 +227,10 @@ void add_to(StatsGroup& g, const ProcessRecord& r) {
 std::vector<StatsGroup> group_stats(const std::vector<ProcessRecord>& records) {
     std::map<std::pair<std::string, std::string>, StatsGroup> groups;
     for (const ProcessRecord& r : records) {
-        StatsGroup& g = groups[{r.program, r.arm}];
+        const std::string arm = table_arm(r);
+        StatsGroup& g = groups[{r.program, arm}];
         g.program = r.program;
-        g.arm = r.arm;
+        g.arm = arm;
         add_to(g, r);
     }
     std::vector<StatsGroup> out;
@@ -134,8 +243,34 @@ StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view 
     g.program = "(all)";
     g.arm = arm.empty() ? "(all)" : std::string(arm);
     for (const ProcessRecord& r : records)
-        if (arm.empty() || r.arm == arm) add_to(g, r);
+        if (arm.empty() || table_arm(r) == arm) add_to(g, r);
     return g;
+}
+
+std::string table_arm(const ProcessRecord& r) {
+    return r.switchback() ? "switchback" : r.arm;
+}
+
+void total_waits(const StatsSnapshot& s, WaitHist (&out)[kWaitEnds]) {
+    for (WaitHist& h : out) h = WaitHist{};
+    for (int k = 0; k < kStatKinds; ++k)
+        for (int d = 0; d < kStatDirs; ++d)
+            for (int e = 0; e < kWaitEnds; ++e) out[e] += s.wait[k][d][e];
+}
+
+std::string waits_json(const WaitHist (&w)[kWaitEnds]) {
+    std::string out = "{";
+    for (int e = 0; e < kWaitEnds; ++e)
+        out += fmt::format("{}\"{}\":{{\"ns\":{},\"log2\":[{}]}}", e ? "," : "",
+                           wait_end_name(static_cast<WaitEnd>(e)), w[e].ns,
+                           fmt::join(std::begin(w[e].n), std::end(w[e].n), ","));
+    return out + "}";
+}
+
+std::string rusage_json(const Rusage& r) {
+    return fmt::format(
+        "{{\"utime_us\":{},\"stime_us\":{},\"nvcsw\":{},\"nivcsw\":{},\"maxrss_kb\":{}}}",
+        r.utime_us, r.stime_us, r.nvcsw, r.nivcsw, r.maxrss_kb);
 }
 
 std::string counters_json(const Counters& c) {

@@ -3,12 +3,17 @@
 //
 // A process image (a pid and its start) may have written several lines:
 // interval lines, then its exit or exec line. Each carries cumulative
-// counters, so only the last one (highest seq) of each image counts.
+// counters, so only the last one (highest seq) of each image counts; the
+// resource usage (version 2) is per line, so it is summed over them. Lines
+// of versions 1 and 2 are read alike (docs/stats.md); what version 1 does
+// not carry reads as absent.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/stats.h"
@@ -19,14 +24,40 @@ struct ProcessRecord {
     std::int64_t pid = 0, ppid = 0;
     std::string program, event, arm;
     std::uint64_t start_us = 0, wall_us = 0, seq = 0;
+    int version = 1;
+    std::uint64_t ab_period = 0;  // config.ab_period: a switchback process when > 0 and in an arm
     StatsSnapshot counters;
+    bool has_rusage = false;  // version 2
+    Rusage rusage;            // summed over the image's lines; maxrss_kb the largest
+    bool switchback() const { return ab_period > 0 && arm != "none"; }
+};
+
+// What happened during one period of a switchback process (ab_period): the
+// difference between two consecutive lines of its image, in the arm the
+// later one says it covered; the first line's period starts at the image's
+// start.
+struct Period {
+    std::string program, arm;
+    std::uint64_t wall_us = 0;
+    StatsSnapshot counters;
+    bool has_rusage = false;
+    Rusage rusage;
 };
 
 struct LoadedStats {
     std::vector<ProcessRecord> records;  // one per process image, in file order
+    std::vector<Period> periods;         // of switchback processes, in file order
+    std::size_t periods_lost = 0;        // a line missing in between: not attributable
     std::size_t lines = 0;               // lines read
     std::size_t bad_lines = 0;           // not JSON, or not a stats line
     std::string first_problem;           // "FILE:LINE: why", for the warning
+    // The last line read of each switchback image (pid, start), for the next
+    // period: files are read one after the other.
+    struct LastLine {
+        std::uint64_t seq = 0, wall_us = 0;
+        StatsSnapshot counters;
+    };
+    std::map<std::pair<std::int64_t, std::uint64_t>, LastLine> last_line;
 };
 
 // Reads every file (throws Failure when one cannot be read).
@@ -34,13 +65,15 @@ LoadedStats load_stats(const std::vector<std::string>& files);
 // The same from text already in memory (`name` for messages).
 void add_stats_text(LoadedStats& out, std::string_view text, std::string_view name);
 
-// Per program and arm.
+// Per program and arm. A switchback process (whose image ran in both arms)
+// counts under the arm "switchback".
 struct StatsGroup {
     std::string program, arm;
     std::size_t processes = 0;
     std::size_t running = 0;  // whose last line is an interval line
     std::uint64_t wall_us = 0;
     StatsSnapshot counters;
+    Rusage rusage;  // summed (maxrss_kb: the largest)
 };
 std::vector<StatsGroup> group_stats(const std::vector<ProcessRecord>& records);
 // Everything of one arm ("" for all).
@@ -53,5 +86,13 @@ std::string snapshot_json(const StatsSnapshot& s);
 // The spins per hook family, as in the shim's line: {"io":{"spins":N,"spin_hits":N},...},
 // every family in the order of Via.
 std::string via_json(const StatsSnapshot& s);
+// The waits of a snapshot summed over fd kinds and directions, per end.
+void total_waits(const StatsSnapshot& s, WaitHist (&out)[kWaitEnds]);
+// {"hit":{"ns":N,"log2":[...]},"miss":...,"plain":...}: every bucket.
+std::string waits_json(const WaitHist (&w)[kWaitEnds]);
+// {"utime_us":N,...}, the line's names.
+std::string rusage_json(const Rusage& r);
+// The arm a record counts under in the table: its own, or "switchback".
+std::string table_arm(const ProcessRecord& r);
 
 }  // namespace pipespin::cli

@@ -190,6 +190,12 @@ bool oversubscribed(std::uint64_t now) noexcept {
     return over;
 }
 
+// The real call that follows is timed (Plan::Timed; after_call() counts it).
+void time_call(Plan& plan, Plan::Timed how) noexcept {
+    plan.timed = how;
+    plan.t_call = sys::now_ns();
+}
+
 // Per family of hooks (process-wide): only waits that spun count.
 void count_via(Via via, SpinEnd end) noexcept {
     g_table.process().count_via(via, end == SpinEnd::Ready || end == SpinEnd::Answer);
@@ -216,22 +222,23 @@ Plan done(DirState* dir, long result) noexcept {
     return plan;
 }
 
-// The interval statistics line, at most once per period per process: one
-// thread wins the slot, the others go on at once. A coarse clock (a few ns,
-// no syscall) is enough for a period in seconds.
+// The statistics tick (interval lines, A/B switches), once its deadline has
+// passed: one thread wins the slot (the deadline moves out of reach while it
+// runs), the others go on at once. A coarse clock (a few ns, no syscall) is
+// enough for periods in seconds.
 void maybe_stats_tick() noexcept {
     const StatsTick tick = g_runtime.stats_tick.load(std::memory_order_acquire);
     if (tick == nullptr) [[likely]]
         return;
     const std::uint64_t now = sys::coarse_ns();
     std::uint64_t next = g_runtime.stats_next_ns.load(std::memory_order_relaxed);
-    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(
-                          next, now + g_runtime.stats_period_ns.load(std::memory_order_relaxed),
-                          std::memory_order_relaxed))
+    if (now < next || !g_runtime.stats_next_ns.compare_exchange_strong(next, UINT64_MAX,
+                                                                       std::memory_order_relaxed))
         return;
     const int saved_errno = errno;  // the hooks may call libc; the caller's errno stays
-    tick();
+    const std::uint64_t after = tick(now);
     errno = saved_errno;
+    g_runtime.stats_next_ns.store(after != 0 ? after : UINT64_MAX, std::memory_order_relaxed);
 }
 
 // The policy's budget for this fd now (SpinPolicy::budget_ns()). In
@@ -289,16 +296,29 @@ void slow_path_hooks() noexcept {
     maybe_reload();
 }
 
+// The slow path's periodic work may just have switched the process to the
+// control arm (ab_period) or reloaded mode off: a wait that has not spun yet
+// follows it at once.
+bool turned_off() noexcept {
+    return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Off;
+}
+
 // The fd would block now (its first look said so): the slow path's periodic
 // work, the run-queue gate, then the spin and its accounting. False when no
-// spin ran (no CPU free for the peer, or the fd is in non-blocking mode and
-// the real call must give its EAGAIN): the plan is left as it was.
+// spin ran (mode turned off, no CPU free for the peer, or the fd is in
+// non-blocking mode and the real call must give its EAGAIN): the plan is
+// left as it was.
 template <class Step>
 bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const SignalMark& mark,
                 std::uint64_t budget, Step& look, const Fd& on, Via via, SpinEnd& end) {
     slow_path_hooks();
+    if (turned_off()) {
+        time_call(plan, Plan::Timed::Pending);
+        return false;
+    }
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
+        time_call(plan, Plan::Timed::Pending);
         return false;
     }
     before_spin();
@@ -324,13 +344,19 @@ void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
     plan.t_call = sys::now_ns();
 }
 
-// A read or write that does not spin (mode off, the direction switched off,
-// a plain phase) still carries the periodic work, so that such a process
-// reports its interval lines and picks up a changed config file too: but
-// only one call in 16 per fd direction looks at the clock, which would
-// otherwise be the largest part of what interposition costs such a call.
-void passthrough_hooks(const IoCounters& c) noexcept {
-    if ((c.calls.load(std::memory_order_relaxed) & 15) == 0) slow_path_hooks();
+// The periodic work of reads and writes (interval lines, A/B switches, the
+// config re-check), from one call in 16 per fd direction (a look at the
+// clock would otherwise be the largest part of what interposition costs a
+// call that does not spin), before the call decides anything, so that a
+// switch or a reload applies to it already. A fd that does not spin (mode
+// off, the direction switched off, a plain phase, a pipe always ready)
+// makes no slow-path call: without this a process in mode off would never
+// report its interval lines or pick up a changed config file, and one that
+// never waited would never switch arms.
+void periodic_hooks(const IoCounters& c) noexcept {
+    if ((c.calls.load(std::memory_order_relaxed) & 15) != 0) [[likely]]
+        return;
+    slow_path_hooks();
 }
 
 // A call on a tracked pipe that will not spin. Whatever it still has to
@@ -369,13 +395,11 @@ Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     const FdInfo info = g_table.lookup(fd, classifier());
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
+    periodic_hooks(st);
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     if (budget != 0) return {info.state, budget};
-    // The periodic work (interval lines, the config re-check) rides on the
-    // calls that do not spin too: a fd in a plain phase may never block.
-    passthrough_hooks(st);
     if (settle_early(st, params)) return {};
     return {info.state, 0};
 }
@@ -393,7 +417,17 @@ bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept 
     plan.dir = &st;
     plan.ctr = &st;
     plan.lane = &lane_of(info, dir);
-    return b.budget != 0;
+    plan.kind = info.kind();
+    plan.stat_dir = dir == Dir::Read ? StatDir::Read : StatDir::Write;
+    if (b.budget != 0) return true;
+    // No look: with statistics lines on, a read is timed, so that the waits
+    // of a fd that does not spin (the control arm's) are seen too. Not a
+    // write: one that lasts is mostly one that woke its reader on another
+    // CPU (an interrupt, in a VM an exit), which takes as long as a wait
+    // and is none; a write waits only for room, which a look would show.
+    if (dir == Dir::Read && g_runtime.count_bytes.load(std::memory_order_relaxed))
+        time_call(plan, Plan::Timed::Unlooked);
+    return false;
 }
 
 // Shared by read and write: one look; if the fd would block and is in
@@ -534,10 +568,9 @@ void set_spin_hook(SpinHook hook) noexcept {
         g_runtime.spin_hook.store(hook, std::memory_order_release);
 }
 
-void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept {
-    g_runtime.stats_period_ns.store(period_ns, std::memory_order_relaxed);
-    g_runtime.stats_next_ns.store(sys::coarse_ns() + period_ns, std::memory_order_relaxed);
-    g_runtime.stats_tick.store(period_ns != 0 ? tick : nullptr, std::memory_order_release);
+void set_stats_tick(StatsTick tick, std::uint64_t deadline_ns) noexcept {
+    g_runtime.stats_next_ns.store(deadline_ns, std::memory_order_relaxed);
+    g_runtime.stats_tick.store(tick, std::memory_order_release);
 }
 
 Begun begin_read(int fd, std::size_t n) noexcept {
@@ -635,7 +668,10 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     plan.dir = &st;
     plan.ctr = &ctr;
     plan.per_call = true;
+    plan.kind = pipe.kind;
+    plan.stat_dir = StatDir::Poll;
     slow_path_hooks();  // nothing is ready: the slow path
+    if (turned_off()) return plan;
     const bool dir_on = g_runtime.spin_poll.load(std::memory_order_relaxed);
     std::uint64_t budget = dir_on ? budget_for(st, params, *pipe.lane) : 0;
     if (budget == SpinPolicy::kWatchOnly) {  // a fresh pipe: no spin, the wait timed
@@ -647,6 +683,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     if (budget == 0) return plan;
     if (!cpu_free_for_peer(params)) {
         SpinPolicy::on_no_cpu(st.policy);
+        time_call(plan, Plan::Timed::Pending);
         return plan;
     }
     before_spin();
@@ -984,6 +1021,37 @@ Plan before_epoll_pwait2(int epfd, void* events, int maxevents, const void* ts,
     return epoll_plan(epfd, events, maxevents, -1, ts, sigmask);
 }
 
+namespace {
+
+// The wait a finished call was, into the process's histograms: a spin's
+// (hit: the spin; miss: the spin and the real call), a watched one's, or a
+// timed real call's (Plan::Timed) that ended with what it waited for.
+void count_wait(const Plan& plan, long result, bool watched) noexcept {
+    WaitEnd end = WaitEnd::Plain;
+    std::uint64_t ns;
+    if (plan.obs.spun) {
+        end = plan.obs.spin_hit ? WaitEnd::Hit : WaitEnd::Miss;
+        ns = plan.obs.spin_ns + (plan.obs.spin_hit ? 0 : plan.obs.block_ns);
+    } else if (watched) {
+        ns = plan.obs.block_ns;
+    } else if (plan.timed != Plan::Timed::No && result >= 0) {
+        const std::uint64_t now = sys::now_ns();
+        ns = now - plan.t_call;
+        // A timed read is the statistics tick's chance, at no cost but a
+        // compare: a reader that adaptive mode keeps from spinning reaches
+        // the 16th call of periodic_hooks() only every 16 reads (16 s for a
+        // message a second), and its interval lines and A/B switches would
+        // lag that much. The fine clock is never behind the coarse one.
+        if (now >= g_runtime.stats_next_ns.load(std::memory_order_relaxed)) maybe_stats_tick();
+        if (plan.timed == Plan::Timed::Unlooked && ns < kPlainFloorNs) return;  // no wait
+    } else {
+        return;
+    }
+    g_table.process().count_wait(plan.kind, plan.stat_dir, end, ns);
+}
+
+}  // namespace
+
 void after_call(Plan& plan, long result) noexcept {
     if (plan.dir == nullptr) return;
     PolicyState& ps = plan.dir->policy;
@@ -1001,6 +1069,7 @@ void after_call(Plan& plan, long result) noexcept {
             plan.ctr->waits.fetch_add(1, std::memory_order_relaxed);
         SpinPolicy::on_wait(ps, params, g_runtime.wake, plan.obs, plan.lane);
     }
+    count_wait(plan, result, sample);
     const std::uint64_t progress = result <= 0     ? 0
                                    : plan.per_call ? 1
                                                    : static_cast<std::uint64_t>(result);

@@ -38,6 +38,15 @@ struct Plan {
     // spin (-1: none), in ns; the caller rounds it up to its own unit. When
     // no spin ran (obs.spun false) the real call gets the caller's own.
     std::int64_t timeout_ns = -1;
+    // Where after_call() counts the wait in the process's histograms
+    // (core/stats.h, WaitEnd), and whether it times a real call that no spin
+    // preceded: Unlooked, a read made without a look (statistics lines on;
+    // a wait if it lasted kPlainFloorNs or more), Pending, a call a look
+    // found not ready that could not spin (no CPU free for the peer).
+    enum class Timed : std::uint8_t { No, Unlooked, Pending };
+    Timed timed = Timed::No;
+    StatKind kind = StatKind::Pipe;
+    StatDir stat_dir = StatDir::Read;
 };
 
 // Two slow-path hooks the interpose layer registers, each called at most
@@ -45,10 +54,16 @@ struct Plan {
 // about to spin or block (or, when nothing in the process spins in that
 // direction, from any call on a tracked pipe), never from a call that found
 // its pipe ready:
-//  - statistics lines every stats_interval seconds;
+//  - statistics: interval lines every stats_interval seconds, and the A/B
+//    switches of ab_period. Also checked, when a tick is registered, from
+//    one read or write in 16 per fd direction of any other kind (a process
+//    whose pipes are always ready, or that adaptive mode keeps from
+//    spinning, makes no slow-path call), and after every timed read
+//    (Plan::Timed), which has the clock in hand. Called once its deadline
+//    (coarse monotonic ns) has passed, it returns the next one (0: none);
 //  - live retuning every reload_ms: look for a changed config file and, if
 //    it changed, apply it (configure()).
-using StatsTick = void (*)() noexcept;
+using StatsTick = std::uint64_t (*)(std::uint64_t now_ns) noexcept;
 using ReloadHook = void (*)() noexcept;
 // Called once before a spin starts, while set (the signal layer's deferred
 // work: wrapping the handlers installed before spinning was possible, which
@@ -70,9 +85,10 @@ struct Runtime {
     std::atomic<Probe> probe{kDefaults.probe()};
     std::atomic<bool> spin_dir[2] = {kDefaults.spin_read != 0, kDefaults.spin_write != 0};
     std::atomic<bool> spin_poll{kDefaults.spin_poll != 0};  // spin in poll/select/epoll
-    // Statistics lines are on, so the bytes each call moved are counted.
-    // Otherwise no one reads them, and a call that does not spin is counted
-    // before its real call (see settle_early in engine.cpp).
+    // Statistics lines are on, so the bytes each call moved are counted, and
+    // a read made without a look is timed (Plan::Timed::Unlooked). Otherwise
+    // no one reads them, and a call that does not spin is counted before its
+    // real call (see settle_early in engine.cpp).
     std::atomic<bool> count_bytes{!kDefaults.stats.empty()};
     // Mode off, and nobody reads the counters (no statistics lines, log
     // below info): no call has anything to do, so none looks at its fd,
@@ -87,11 +103,10 @@ struct Runtime {
     // something may spin or statistics count, so that mode off makes the
     // syscalls the program makes and no more.
     std::atomic<bool> classify{true};
-    std::atomic<bool> oversubscribed{false};     // from the last look at the run queue
-    std::atomic<std::uint64_t> load_next_ns{0};  // when to look again
-    std::atomic<StatsTick> stats_tick{nullptr};  // null: no interval lines
-    std::atomic<std::uint64_t> stats_period_ns{0};
-    std::atomic<std::uint64_t> stats_next_ns{0};
+    std::atomic<bool> oversubscribed{false};      // from the last look at the run queue
+    std::atomic<std::uint64_t> load_next_ns{0};   // when to look again
+    std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
+    std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
     std::atomic<std::uint64_t> reload_next_ns{0};               // 0: at the first chance
     std::atomic<ReloadHook> reload_hook{nullptr};
@@ -114,8 +129,9 @@ void configure(const Options& o, int usable_cpus) noexcept;
 // spin_us, usable CPUs, the spin directions): false exactly when every
 // direction never spins. The signal layer wraps handlers only while true.
 bool anything_spins() noexcept;
-// Registers (or, with null or a zero period, removes) the interval writer.
-void set_stats_tick(StatsTick tick, std::uint64_t period_ns) noexcept;
+// Registers (or, with null, removes) the statistics tick, first called once
+// `deadline_ns` (coarse monotonic ns) has passed.
+void set_stats_tick(StatsTick tick, std::uint64_t deadline_ns) noexcept;
 // Registers (or, with null, removes) the live re-check; its period is
 // reload_ms, set by configure().
 void set_reload_hook(ReloadHook hook) noexcept;

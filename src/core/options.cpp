@@ -67,6 +67,10 @@ constexpr OptionSpec kTable[] = {
            "the others run mode=off as the control arm; 100: no experiment"),
     number("ab_seed", &Options::ab_seed, 0, 4294967295u, "",
            "with the pid, decides each process's A/B arm; change it to draw new arms"),
+    number("ab_period", &Options::ab_period, 0, 86400, "s",
+           "switchback for long-lived processes: in an A/B test, each process alternates "
+           "between the arms every this many seconds (ab and ab_seed draw its first arm), with "
+           "a statistics line at each switch; 0: a process keeps one arm"),
     number("reload_ms", &Options::reload_ms, 0, 3600000, "ms",
            "how often, at most, a running process looks for a changed config file (one "
            "stat, from a pipe wait); 0: never. The delay before a change applies"),

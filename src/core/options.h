@@ -44,6 +44,7 @@ struct Options {
     std::uint32_t stats_interval = 0;  // s; 0: only at exit
     std::uint32_t ab = 100;            // % of processes in the treatment arm
     std::uint32_t ab_seed = 0;         // with the pid, decides the arm
+    std::uint32_t ab_period = 0;       // s; switchback: alternate arms this often; 0: never
     std::uint32_t reload_ms = 1000;    // config file re-check period; 0: never
 
     constexpr Mode mode() const noexcept { return static_cast<Mode>(mode_v); }
@@ -67,7 +68,7 @@ struct OptionSpec {
 
 std::span<const OptionSpec> option_table() noexcept;
 const OptionSpec* find_option(std::string_view name) noexcept;
-inline constexpr std::size_t kOptionCount = 13;
+inline constexpr std::size_t kOptionCount = 14;
 // The index of spec in option_table() (for per-option arrays such as sources).
 std::size_t option_index(const OptionSpec& spec) noexcept;
 

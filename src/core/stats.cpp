@@ -93,6 +93,47 @@ void counters(Json& j, const Counters& c) noexcept {
     j.num(c.bytes);
 }
 
+// Per end: the summed ns, then (with buckets) the histogram without its
+// trailing empty buckets.
+void waits(Json& j, const WaitHists& w, bool buckets) noexcept {
+    j.raw(",\"wait_ns\":{");
+    for (int e = 0; e < kWaitEnds; ++e) {
+        if (e) j.ch(',');
+        j.key(wait_end_name(static_cast<WaitEnd>(e)));
+        j.num(w[e].ns);
+    }
+    j.ch('}');
+    if (!buckets) return;
+    j.raw(",\"wait_log2\":{");
+    for (int e = 0; e < kWaitEnds; ++e) {
+        if (e) j.ch(',');
+        j.key(wait_end_name(static_cast<WaitEnd>(e)));
+        int used = kWaitBuckets;
+        while (used > 0 && w[e].n[used - 1] == 0) --used;
+        j.ch('[');
+        for (int b = 0; b < used; ++b) {
+            if (b) j.ch(',');
+            j.num(w[e].n[b]);
+        }
+        j.ch(']');
+    }
+    j.ch('}');
+}
+
+void rusage(Json& j, const Rusage& ru) noexcept {
+    j.raw(",\"rusage\":{\"utime_us\":");
+    j.num(ru.utime_us);
+    j.raw(",\"stime_us\":");
+    j.num(ru.stime_us);
+    j.raw(",\"nvcsw\":");
+    j.num(ru.nvcsw);
+    j.raw(",\"nivcsw\":");
+    j.num(ru.nivcsw);
+    j.raw(",\"maxrss_kb\":");
+    j.num(ru.maxrss_kb);
+    j.ch('}');
+}
+
 void config(Json& j, const Options& o, bool texts) noexcept {
     j.ch('{');
     bool first = true;
@@ -111,9 +152,15 @@ void config(Json& j, const Options& o, bool texts) noexcept {
     j.ch('}');
 }
 
+// How much of a line is kept (render_stats_line tries them in this order).
+enum class Keep : std::uint8_t { All, NoTexts, NoBuckets };
+
 void render(Json& j, const StatsHeader& h, const Options& o, const StatsSnapshot& s,
-            bool texts) noexcept {
-    j.raw("{\"v\":1,\"pid\":");
+            Keep keep) noexcept {
+    const bool texts = keep == Keep::All;
+    j.raw("{\"v\":");
+    j.num(kStatsLineVersion);
+    j.raw(",\"pid\":");
     j.snum(h.pid);
     j.raw(",\"ppid\":");
     j.snum(h.ppid);
@@ -129,6 +176,7 @@ void render(Json& j, const StatsHeader& h, const Options& o, const StatsSnapshot
     j.num(h.start_unix_us);
     j.raw(",\"wall_us\":");
     j.num(h.wall_us);
+    rusage(j, h.ru);
     j.raw(",\"sleeps_avoided\":");
     j.num(s.total().spin_hits);
     if (!texts) j.raw(",\"truncated\":true");
@@ -143,6 +191,7 @@ void render(Json& j, const StatsHeader& h, const Options& o, const StatsSnapshot
             j.key(dir_name(static_cast<StatDir>(d)));
             j.ch('{');
             counters(j, s.c[k][d]);
+            waits(j, s.wait[k][d], keep != Keep::NoBuckets);
             j.ch('}');
         }
         j.ch('}');
@@ -252,6 +301,12 @@ void ProcessCounters::count_via(Via v, bool hit) noexcept {
     if (hit) vc.spin_hits.fetch_add(1, kRelaxed);
 }
 
+void ProcessCounters::count_wait(StatKind k, StatDir d, WaitEnd e, std::uint64_t ns) noexcept {
+    WaitCounters& w = wait[static_cast<int>(k)][static_cast<int>(d)][static_cast<int>(e)];
+    w.n[wait_bucket(ns)].fetch_add(1, kRelaxed);
+    w.ns.fetch_add(ns, kRelaxed);
+}
+
 void ProcessCounters::add_to(StatsSnapshot& s) const noexcept {
     for (int k = 0; k < kStatKinds; ++k)
         for (int d = 0; d < kStatDirs; ++d) s.c[k][d] += c[k][d].load();
@@ -261,14 +316,32 @@ void ProcessCounters::add_to(StatsSnapshot& s) const noexcept {
         out.spin_hits += via[v].spin_hits.load(kRelaxed);
         if (out.spin_hits > out.spins) out.spins = out.spin_hits;  // read while counting
     }
+    for (int k = 0; k < kStatKinds; ++k)
+        for (int d = 0; d < kStatDirs; ++d)
+            for (int e = 0; e < kWaitEnds; ++e) {
+                const WaitCounters& in = wait[k][d][e];
+                WaitHist& out = s.wait[k][d][e];
+                for (int b = 0; b < kWaitBuckets; ++b) out.n[b] += in.n[b].load(kRelaxed);
+                out.ns += in.ns.load(kRelaxed);
+            }
 }
 
 void ProcessCounters::clear() noexcept {
     for (auto& kind : c)
         for (auto& dir : kind) dir.clear();
-    for (auto& v : via)  // only where there is something to clear (IoCounters::clear)
-        for (auto* a : {&v.spins, &v.spin_hits})
-            if (a->load(kRelaxed) != 0) a->store(0, kRelaxed);
+    auto zero = [](std::atomic<std::uint64_t>& a) noexcept {
+        if (a.load(kRelaxed) != 0) a.store(0, kRelaxed);
+    };
+    for (auto& v : via) {  // only where there is something to clear (IoCounters::clear)
+        zero(v.spins);
+        zero(v.spin_hits);
+    }
+    for (auto& kind : wait)
+        for (auto& dir : kind)
+            for (WaitCounters& w : dir) {
+                for (auto& n : w.n) zero(n);
+                zero(w.ns);
+            }
 }
 
 std::string_view kind_name(StatKind k) noexcept {
@@ -292,6 +365,18 @@ std::string_view via_name(Via v) noexcept {
                                                            "select", "epoll", "splice"};
     const auto i = static_cast<std::size_t>(v);
     return i < kViaCount ? kNames[i] : "?";
+}
+
+std::string_view wait_end_name(WaitEnd e) noexcept {
+    switch (e) {
+        case WaitEnd::Hit:
+            return "hit";
+        case WaitEnd::Miss:
+            return "miss";
+        case WaitEnd::Plain:
+            return "plain";
+    }
+    return "?";
 }
 
 std::string_view arm_name(Arm a) noexcept {
@@ -329,6 +414,20 @@ Arm settle_arm(Arm current, bool ab_configured, const Options& o, std::uint32_t 
     return draw_arm(o.ab, o.ab_seed, pid);
 }
 
+Arm arm_at(Arm first, std::uint64_t anchor_ns, std::uint64_t period_ns,
+           std::uint64_t now_ns) noexcept {
+    if (first == Arm::None || period_ns == 0 || now_ns < anchor_ns) return first;
+    if (((now_ns - anchor_ns) / period_ns) % 2 == 0) return first;
+    return first == Arm::Control ? Arm::Treatment : Arm::Control;
+}
+
+std::uint64_t next_switch_ns(Arm first, std::uint64_t anchor_ns, std::uint64_t period_ns,
+                             std::uint64_t now_ns) noexcept {
+    if (first == Arm::None || period_ns == 0) return 0;
+    if (now_ns < anchor_ns) return anchor_ns + period_ns;
+    return anchor_ns + ((now_ns - anchor_ns) / period_ns + 1) * period_ns;
+}
+
 void apply_arm(Options& o, Arm arm) noexcept {
     if (arm == Arm::Control) o.mode_v = static_cast<std::uint32_t>(Mode::Off);
 }
@@ -337,9 +436,9 @@ std::size_t render_stats_line(char* buf, std::size_t size, const StatsHeader& h,
                               const Options& config, const StatsSnapshot& s) noexcept {
     if (size == 0) return 0;
     const std::size_t cap = (size - 1 < kStatsLineMax ? size - 1 : kStatsLineMax);
-    for (bool texts : {true, false}) {
+    for (Keep keep : {Keep::All, Keep::NoTexts, Keep::NoBuckets}) {
         Json j{buf, cap};
-        render(j, h, config, s, texts);
+        render(j, h, config, s, keep);
         if (!j.overflow) {
             buf[j.len] = '\0';
             return j.len;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -80,9 +81,51 @@ struct ViaCount {
     std::uint64_t spins = 0, spin_hits = 0;
 };
 
+// How a wait ended (docs/stats.md, "wait_ns" and "wait_log2"): a spin caught
+// it (hit), a spin missed and the real call slept (miss), or no spin ran and
+// the real call slept (plain: a fresh fd's watched wait, a wait that found
+// no CPU free for the peer, or, with statistics lines on, a read made
+// without a look that lasted kPlainFloorNs or more: the control arm's waits).
+enum class WaitEnd : std::uint8_t { Hit = 0, Miss = 1, Plain = 2 };
+inline constexpr int kWaitEnds = 3;
+std::string_view wait_end_name(WaitEnd e) noexcept;  // "hit", "miss", "plain"
+
+// A log2 histogram of wait durations: bucket 0 holds waits under 2^10 ns
+// (~1 µs), bucket b (1 <= b < kWaitBuckets - 1) those of [2^(b+9), 2^(b+10))
+// ns, the last one everything from 2^(kWaitBuckets+8) ns (~268 ms) on.
+inline constexpr int kWaitBuckets = 20;
+constexpr int wait_bucket(std::uint64_t ns) noexcept {
+    if (ns < (1u << 10)) return 0;
+    const int b = static_cast<int>(std::bit_width(ns)) - 10;
+    return b < kWaitBuckets ? b : kWaitBuckets - 1;
+}
+// A read made without a look counts as a (plain) wait from this long on:
+// longer than a pipe read takes without sleeping, shorter than a sleep and
+// a wake-up from another CPU (the start of bucket 3).
+inline constexpr std::uint64_t kPlainFloorNs = 1u << 12;
+
+struct WaitHist {
+    std::uint64_t n[kWaitBuckets] = {};
+    std::uint64_t ns = 0;  // their summed duration
+    std::uint64_t count() const noexcept {
+        std::uint64_t t = 0;
+        for (std::uint64_t x : n) t += x;
+        return t;
+    }
+    WaitHist& operator+=(const WaitHist& o) noexcept {
+        for (int b = 0; b < kWaitBuckets; ++b) n[b] += o.n[b];
+        ns += o.ns;
+        return *this;
+    }
+};
+
+// The waits of one fd kind and direction, by how they ended.
+using WaitHists = WaitHist[kWaitEnds];
+
 struct StatsSnapshot {
     Counters c[kStatKinds][kStatDirs];
     ViaCount via[kViaCount];
+    WaitHists wait[kStatKinds][kStatDirs];
     Counters& at(StatKind k, StatDir d) noexcept {
         return c[static_cast<int>(k)][static_cast<int>(d)];
     }
@@ -104,10 +147,19 @@ struct ProcessCounters {
     struct alignas(64) ViaCounters {
         std::atomic<std::uint64_t> spins{0}, spin_hits{0};
     } via[kViaCount];
+    // The wait histograms, per process rather than per fd: a wait is a slow
+    // path (microseconds at least), so two relaxed increments on a
+    // process-wide line cost nothing that matters, and the per-fd state
+    // stays small.
+    struct WaitCounters {
+        std::atomic<std::uint64_t> n[kWaitBuckets]{};
+        std::atomic<std::uint64_t> ns{0};
+    } wait[kStatKinds][kStatDirs][kWaitEnds];
     IoCounters& at(StatKind k, StatDir d) noexcept {
         return c[static_cast<int>(k)][static_cast<int>(d)];
     }
     void count_via(Via v, bool hit) noexcept;
+    void count_wait(StatKind k, StatDir d, WaitEnd e, std::uint64_t ns) noexcept;
     void add_to(StatsSnapshot& s) const noexcept;
     void clear() noexcept;
 };
@@ -128,6 +180,16 @@ Arm draw_arm(std::uint32_t ab, std::uint32_t seed, std::uint32_t pid) noexcept;
 // first time, a fresh draw. A live reload never moves a process from one arm
 // to the other.
 Arm settle_arm(Arm current, bool ab_configured, const Options& o, std::uint32_t pid) noexcept;
+// Switchback (ab_period): a process alternates between the arms every
+// period_ns from anchor_ns (the start of the program image; a forked child
+// keeps its parent's schedule), beginning with `first` (the arm settle_arm()
+// drew). The arm in force at `now_ns`; `first` itself when period_ns is 0 or
+// there is no experiment.
+Arm arm_at(Arm first, std::uint64_t anchor_ns, std::uint64_t period_ns,
+           std::uint64_t now_ns) noexcept;
+// The next switch after now_ns (0: none).
+std::uint64_t next_switch_ns(Arm first, std::uint64_t anchor_ns, std::uint64_t period_ns,
+                             std::uint64_t now_ns) noexcept;
 // The options the process runs with in its arm: the control arm is mode off
 // (interposed, never spinning), so that the comparison isolates the spin.
 // Called after every resolution of the options (start-up and reload).
@@ -136,6 +198,14 @@ void apply_arm(Options& o, Arm arm) noexcept;
 // What a stats line says about the process besides its counters.
 enum class StatsEvent : std::uint8_t { Exit = 0, Exec = 1, Interval = 2 };
 std::string_view event_name(StatsEvent e) noexcept;
+
+// The process's resource usage (getrusage(RUSAGE_SELF)) since its previous
+// line (docs/stats.md says which window the first line of an image covers).
+struct Rusage {
+    std::uint64_t utime_us = 0, stime_us = 0;  // user and system CPU time
+    std::uint64_t nvcsw = 0, nivcsw = 0;       // voluntary, involuntary context switches
+    std::uint64_t maxrss_kb = 0;               // peak resident set so far (not a difference)
+};
 
 struct StatsHeader {
     std::int64_t pid = 0;
@@ -146,7 +216,12 @@ struct StatsHeader {
     std::uint64_t start_unix_us = 0;  // when this process (image, or forked child) began
     std::uint64_t wall_us = 0;        // how long it has run
     std::uint32_t seq = 0;            // lines written by this process before this one
+    Rusage ru;
 };
+
+// The version of the line render_stats_line() writes (docs/stats.md and
+// docs/stats.schema.json describe every version).
+inline constexpr int kStatsLineVersion = 2;
 
 // The longest line render_stats_line() makes: below PIPE_BUF, so that one
 // write(2) with O_APPEND lands whole even on a pipe.
@@ -155,8 +230,9 @@ inline constexpr std::size_t kStatsLineMax = 4000;
 // Renders one JSON object and a newline into buf (at most size bytes, and
 // never more than kStatsLineMax). `config` is the resolved configuration
 // (before the arm is applied). If the full line does not fit, the config
-// texts are left out and "truncated":true is set. Returns the length, or 0
-// if even that does not fit (size too small).
+// texts are left out and "truncated":true is set, then also the wait
+// histograms' buckets (their sums stay). Returns the length, or 0 if even
+// that does not fit (size too small).
 std::size_t render_stats_line(char* buf, std::size_t size, const StatsHeader& h,
                               const Options& config, const StatsSnapshot& s) noexcept;
 

@@ -116,7 +116,7 @@ void put_mode(Out& o, Mode m) noexcept {
 
 // Called by the engine at most every reload_ms, see engine.h.
 void reload() noexcept {
-    if (!g_reloading.try_lock()) return;
+    if (!try_lock_settings()) return;
     {
         BusyScope busy;
         const FileStamp now = stamp_path(g_path);
@@ -145,7 +145,7 @@ void reload() noexcept {
             report_resolved(options, sources, false);
         }
     }
-    g_reloading.unlock();
+    unlock_settings();
 }
 
 }  // namespace
@@ -252,6 +252,14 @@ void watch_config() noexcept {
 
 int usable_cpus_seen() noexcept {
     return g_cpus;
+}
+
+bool try_lock_settings() noexcept {
+    return g_reloading.try_lock();
+}
+
+void unlock_settings() noexcept {
+    g_reloading.unlock();
 }
 
 unsigned reload_count() noexcept {

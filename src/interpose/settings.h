@@ -34,6 +34,11 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
 // Registers the live re-check with the engine, unless there is no file
 // location (PIPESPIN_CONFIG empty) or reload_ms is 0.
 void watch_config() noexcept;
+// The guard a reload holds while it applies new options: the A/B switch of
+// ab_period (stats.cpp) takes it too, so that the two never interleave.
+// False: a reload is running (it settles the arm in force itself).
+bool try_lock_settings() noexcept;
+void unlock_settings() noexcept;
 // For the exit report: how many reloads applied a changed file.
 unsigned reload_count() noexcept;
 

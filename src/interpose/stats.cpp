@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include "core/out.h"
 #include "interpose/real.h"
 #include "interpose/report.h"
+#include "interpose/settings.h"
 #include "platform/sys.h"
 
 namespace pipespin::interpose {
@@ -21,15 +23,18 @@ constexpr auto kRelaxed = std::memory_order_relaxed;
 // Written at start-up, at a reload and in a fork child; read by the writers.
 std::atomic<bool> g_enabled{false};
 // Where the lines go, the resolved configuration they report (before the
-// arm) and the arm, as the last resolution settled them. A live reload runs
-// while other threads may be writing a line, so it fills the slot the
-// writers are not using and then switches them over (a writer takes the
-// index once per line; only a line rendered across two reloads, reload_ms
-// apart, could see a slot change under it).
+// arm), the arm and the schedules, as the last resolution (or A/B switch)
+// settled them. A live reload runs while other threads may be writing a
+// line, so it fills the slot the writers are not using and then switches
+// them over (a writer takes the index once per line; only a line rendered
+// across two reloads, reload_ms apart, could see a slot change under it).
 struct Settled {
     TextValue dest;
     Options config;
-    Arm arm = Arm::None;
+    Arm first = Arm::None;          // the arm drawn once (settle_arm)
+    Arm arm = Arm::None;            // the arm in force (arm_at: ab_period)
+    std::uint64_t period_ns = 0;    // ab_period, when there is an experiment
+    std::uint64_t interval_ns = 0;  // stats_interval, when lines are on
 };
 Settled g_settled[2];
 std::atomic<int> g_current{0};
@@ -42,6 +47,14 @@ std::int64_t g_pid = 0;
 char g_program[64] = "";
 std::uint64_t g_start_ns = 0;  // monotonic
 std::uint64_t g_start_unix_us = 0;
+// Where the A/B switchback schedule starts (coarse monotonic ns): the start
+// of the program image. A forked child keeps its parent's, so that a pair
+// of processes talking through pipes switches arms together.
+std::uint64_t g_anchor_ns = 0;
+std::atomic<std::uint64_t> g_next_line_ns{0};  // the next interval line (coarse ns)
+// getrusage() as the previous line read it (user and system µs, voluntary
+// and involuntary switches): each line reports the difference.
+std::atomic<std::uint64_t> g_ru_last[4] = {};
 std::atomic<std::uint32_t> g_seq{0};
 std::atomic<bool> g_exit_written{false};
 std::atomic<bool> g_warned{false};  // this process said its lines cannot be written
@@ -60,10 +73,79 @@ void mark_start() noexcept {
     g_seq.store(0, kRelaxed);
     g_exit_written.store(false, kRelaxed);
     g_warned.store(false, kRelaxed);
+    // A new process's usage starts at zero (fork resets it in the kernel).
+    for (auto& v : g_ru_last)
+        if (v.load(kRelaxed) != 0) v.store(0, kRelaxed);
 }
 
-void interval_tick() noexcept {
-    stats_write(StatsEvent::Interval);
+// last := max(last, now), and what it grew by: lines written at once by two
+// threads split the usage between them, never count it twice.
+std::uint64_t advance(std::atomic<std::uint64_t>& last, std::uint64_t now) noexcept {
+    std::uint64_t prev = last.load(kRelaxed);
+    while (now > prev && !last.compare_exchange_weak(prev, now, kRelaxed)) {
+    }
+    return now > prev ? now - prev : 0;
+}
+
+Rusage rusage_since_last_line() noexcept {
+    Rusage out;
+    struct rusage ru {};
+    if (sys::raw(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru)) != 0) return out;
+    auto us = [](const timeval& tv) {
+        return static_cast<std::uint64_t>(tv.tv_sec) * 1000000u +
+               static_cast<std::uint64_t>(tv.tv_usec);
+    };
+    out.utime_us = advance(g_ru_last[0], us(ru.ru_utime));
+    out.stime_us = advance(g_ru_last[1], us(ru.ru_stime));
+    out.nvcsw = advance(g_ru_last[2], static_cast<std::uint64_t>(ru.ru_nvcsw));
+    out.nivcsw = advance(g_ru_last[3], static_cast<std::uint64_t>(ru.ru_nivcsw));
+    out.maxrss_kb = static_cast<std::uint64_t>(ru.ru_maxrss);
+    return out;
+}
+
+// The next time the tick has something to do: an interval line or a switch.
+std::uint64_t next_deadline(const Settled& s, std::uint64_t now) noexcept {
+    std::uint64_t next = UINT64_MAX;
+    if (s.interval_ns != 0) next = g_next_line_ns.load(kRelaxed);
+    const std::uint64_t sw = next_switch_ns(s.first, g_anchor_ns, s.period_ns, now);
+    if (sw != 0 && sw < next) next = sw;
+    return next;
+}
+
+void write_line(StatsEvent event, Arm arm) noexcept;
+
+// A reload that holds the settings while a period ends: try again soon.
+constexpr std::uint64_t kSwitchRetryNs = 10'000'000;
+
+// engine.h, StatsTick: an A/B switch when a period of ab_period ended (its
+// line, marked with the arm it covered, then the other arm for the same
+// options), and the interval line when one is due.
+std::uint64_t stats_tick(std::uint64_t now) noexcept {
+    bool wrote = false;
+    {
+        const Settled& s = settled();
+        if (s.period_ns != 0 && arm_at(s.first, g_anchor_ns, s.period_ns, now) != s.arm) {
+            if (!try_lock_settings()) return now + kSwitchRetryNs;
+            // The other arm first, then the line of the period that ended:
+            // the calls of other threads that the line then counts for the
+            // wrong arm are those of the few µs until its snapshot (a call
+            // in flight at the switch ends in the arm it began in).
+            const Arm ended = s.arm;
+            Options options = s.config;
+            stats_resolve(options, true);  // settles the arm in force now
+            configure(options, runtime().usable_cpus.load(kRelaxed));
+            unlock_settings();
+            write_line(StatsEvent::Interval, ended);
+            wrote = true;
+        }
+    }
+    // A switch's line is an interval line too: the next one an interval later.
+    const Settled& s = settled();
+    if (s.interval_ns != 0 && (wrote || now >= g_next_line_ns.load(kRelaxed))) {
+        if (!wrote) stats_write(StatsEvent::Interval);
+        g_next_line_ns.store(now + s.interval_ns, kRelaxed);
+    }
+    return next_deadline(s, now);
 }
 
 // The destination, opened for one line (or 2 for stderr): nothing stays
@@ -138,11 +220,15 @@ void stats_after_fork() noexcept {
     // constructor runs again). Without statistics lines nothing here is
     // needed, and nothing is written (stats_resolve() catches up if a
     // reload turns them on).
+    // An A/B switchback schedule goes on as it was (the engine's deadline
+    // is the parent's): the pair switches together.
     if (!g_enabled.load(std::memory_order_acquire)) return;
     mark_start();
-    const Runtime& rt = runtime();
-    const std::uint64_t period = rt.stats_period_ns.load(kRelaxed);
-    if (period != 0) set_stats_tick(rt.stats_tick.load(kRelaxed), period);
+    const Settled& s = settled();
+    if (s.interval_ns == 0) return;
+    const std::uint64_t now = sys::coarse_ns();
+    g_next_line_ns.store(now + s.interval_ns, kRelaxed);
+    set_stats_tick(stats_tick, next_deadline(s, now));
 }
 
 Arm stats_resolve(Options& options, bool ab_configured) noexcept {
@@ -162,27 +248,44 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
     } else if (g_pid == 0) {
         g_pid = sys::raw(SYS_getpid);  // for the arm's draw
     }
+    const std::uint64_t now = sys::coarse_ns();
+    // The switchback schedule (ab_period) counts from here: at start-up,
+    // the image's start.
+    if (g_anchor_ns == 0) g_anchor_ns = now;
     const int cur = g_current.load(std::memory_order_relaxed);
+    const Settled& prev = g_settled[cur];
     Settled& next = g_settled[1 - cur];
     next.config = options;
-    next.arm =
-        settle_arm(g_settled[cur].arm, ab_configured, options, static_cast<std::uint32_t>(g_pid));
+    next.first = settle_arm(prev.first, ab_configured, options, static_cast<std::uint32_t>(g_pid));
+    next.period_ns =
+        next.first == Arm::None ? 0 : std::uint64_t{options.ab_period} * 1'000'000'000u;
+    next.arm = arm_at(next.first, g_anchor_ns, next.period_ns, now);
     apply_arm(options, next.arm);
     next.dest = options.stats;
-    g_current.store(1 - cur, std::memory_order_release);
-    g_enabled.store(!options.stats.empty(), std::memory_order_release);
+    next.interval_ns =
+        options.stats.empty() ? 0 : std::uint64_t{options.stats_interval} * 1'000'000'000u;
     // A reload that leaves the interval as it was keeps its schedule:
     // frequent reloads must not keep pushing the next line away.
-    const std::uint64_t period =
-        options.stats.empty() ? 0 : std::uint64_t{options.stats_interval} * 1'000'000'000u;
-    const Runtime& rt = runtime();
-    const bool ticking = rt.stats_tick.load(std::memory_order_relaxed) != nullptr;
-    if (period != rt.stats_period_ns.load(kRelaxed) || (period != 0) != ticking)
-        set_stats_tick(interval_tick, period);
+    if (next.interval_ns != prev.interval_ns)
+        g_next_line_ns.store(now + next.interval_ns, kRelaxed);
+    g_current.store(1 - cur, std::memory_order_release);
+    g_enabled.store(!options.stats.empty(), std::memory_order_release);
+    // Written only when there is a tick, or was one (Runtime: a page
+    // written at start-up is a page fault in every process).
+    const bool tick = next.interval_ns != 0 || next.period_ns != 0;
+    if (tick || runtime().stats_tick.load(std::memory_order_relaxed) != nullptr)
+        set_stats_tick(tick ? stats_tick : nullptr, next_deadline(next, now));
     return next.arm;
 }
 
 void stats_write(StatsEvent event) noexcept {
+    write_line(event, settled().arm);
+}
+
+namespace {
+
+// A line that covered `arm` (the arm in force, or the one a switch ended).
+void write_line(StatsEvent event, Arm arm) noexcept {
     if (!g_enabled.load(std::memory_order_acquire)) return;
     // A vfork child, or one made by clone() or _Fork() without fork's
     // handlers, shares or copied its parent's counters: not its to report.
@@ -195,10 +298,11 @@ void stats_write(StatsEvent event) noexcept {
     h.ppid = sys::raw(SYS_getppid);
     h.program = g_program;
     h.event = event;
-    h.arm = now.arm;
+    h.arm = arm;
     h.start_unix_us = g_start_unix_us;
     h.wall_us = (sys::now_ns() - g_start_ns) / 1000u;
     h.seq = g_seq.fetch_add(1, kRelaxed);
+    h.ru = rusage_since_last_line();
     char line[kStatsLineMax + 1];
     const std::size_t n = render_stats_line(line, sizeof line, h, now.config, snap);
     if (n == 0) return;
@@ -207,6 +311,8 @@ void stats_write(StatsEvent event) noexcept {
     // most often the same destination, and its own line and warning.
     if (err != 0 && event != StatsEvent::Exec) warn_unwritable(now.dest, err);
 }
+
+}  // namespace
 
 void stats_exit() noexcept {
     // The pid first: a vfork child shares this memory, and its _exit must

@@ -1,13 +1,16 @@
 // The process's statistics lines and its A/B arm, inside the host.
 //
-// A line (core/stats.h renders it) is appended to PIPESPIN_STATS when the
-// process exits (the shim's destructor, or _exit/_Exit), just before it
-// execs (the exec family), and every stats_interval seconds (engine.h,
-// StatsTick). Each is one write(2) of less than PIPE_BUF with O_APPEND, so
-// concurrent processes never interleave within a line. A forked child
-// starts from zero counters and its own start time, and keeps its parent's
-// arm; a vfork child (or any child made without fork's handlers) writes
-// nothing, since the counters it sees are its parent's.
+// A line (core/stats.h renders it; docs/stats.md is its contract) is
+// appended to PIPESPIN_STATS when the process exits (the shim's destructor,
+// or _exit/_Exit), just before it execs (the exec family), every
+// stats_interval seconds, and at each A/B switch of ab_period (both from the
+// engine's StatsTick). Each is one write(2) of less than PIPE_BUF with
+// O_APPEND, so concurrent processes never interleave within a line, and
+// carries getrusage() since the previous line (read only then). A forked
+// child starts from zero counters and its own start time, and keeps its
+// parent's arm and switchback schedule; a vfork child (or any child made
+// without fork's handlers) writes nothing, since the counters it sees are
+// its parent's.
 //
 // Contract: nothing here allocates or takes a lock; the write path uses raw
 // syscalls only and is async-signal-safe (an exec or _exit may come from a
@@ -27,11 +30,13 @@ void stats_start() noexcept;
 // In a child after fork(): its own pid and start time, if lines are on.
 void stats_after_fork() noexcept;
 
-// After every resolution of the options (start-up, and a live reload):
-// keeps a copy of the resolved configuration for the lines, settles the
-// process's arm (settle_arm: drawn once, kept across reloads) and applies
-// it to `options` (apply_arm: control = mode off). `ab_configured`: some
-// source set `ab`. Then the destination and the interval. Returns the arm.
+// After every resolution of the options (start-up, a live reload, an A/B
+// switch): keeps a copy of the resolved configuration for the lines,
+// settles the process's arm (settle_arm: drawn once, kept across reloads;
+// with ab_period, the arm of the period now: arm_at) and applies it to
+// `options` (apply_arm: control = mode off). `ab_configured`: some source
+// set `ab`. Then the destination, the interval and the switch schedule.
+// Returns the arm in force.
 Arm stats_resolve(Options& options, bool ab_configured) noexcept;
 
 // Writes one line now (no-op without PIPESPIN_STATS, or in a process whose

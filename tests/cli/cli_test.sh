@@ -525,6 +525,8 @@ case_coverage() {
   expect_in "$work/err" "unknown program 'frobnicate'"
 }
 
+validate="$(dirname "$0")/../e2e/validate_stats.py"
+
 # A stats line as the shim writes it: PID START SEQ EVENT ARM PROGRAM WAITS HITS [VIA]
 # (VIA: the members of its "via" object, from via_members).
 stats_line() {
@@ -554,6 +556,9 @@ case_stats() {
     stats_line 12 100 0 interval treatment srv 1 1   # still running
     echo 'not json'
   } >"$work/a.jsonl"
+  # The lines as written (version 1) are valid against the schema.
+  grep -v 'not json' "$work/a.jsonl" >"$work/valid.jsonl"
+  python3 "$validate" "$work/valid.jsonl" || fail "a version 1 line is not valid against the schema"
   expect_status 0 "$pipespin" stats "$work/a.jsonl"
   expect_in "$work/err" "skipped 1 of 6 lines"
   grep -qE '^srv +treatment +2 +2\.00 +20 +9 +9 +77\.8 +7 ' "$work/out" || { cat "$work/out"; fail "srv treatment row"; }
@@ -586,6 +591,7 @@ case_stats_via() {
     stats_line 22 100 0 exit none idle 0 0 "$(via_members 0 0 0 0 0 0 0 0 0 0 0 0 0 0)"
     stats_line 23 100 0 exit none cat 3 3 "$(via_members 0 0 0 0 3 3 0 0 0 0 0 0 0 0)"
   } >"$work/v.jsonl"
+  python3 "$validate" "$work/v.jsonl" || fail "a version 1 line is not valid against the schema"
   expect_status 0 "$pipespin" stats --json "$work/v.jsonl"
   python3 - "$work/out" <<'PY' || fail "bad via in stats --json"
 import json, sys
@@ -624,6 +630,7 @@ case_stats_from_shim() {
   # Lines the shim itself wrote, read back.
   PIPESPIN_STATS="$work/s.jsonl" PIPESPIN_AB=50 PIPESPIN_AB_SEED=3 LD_PRELOAD="$library" \
     sh -c 'seq 1000 | cat >/dev/null; true'
+  python3 "$validate" "$work/s.jsonl" || fail "the shim's lines are not valid against the schema"
   expect_status 0 "$pipespin" stats --json "$work/s.jsonl"
   python3 - "$work/out" <<'PY' || fail "stats of the shim's lines"
 import json, sys
@@ -639,6 +646,156 @@ PY
     { cat "$work/cat.err"; fail "cat's exit line on stderr: not exactly one"; }
   grep -q '"via":{"io":{"spins":[0-9]*,"spin_hits":[0-9]*},"poll":' "$work/cat.err" ||
     fail "no via object in the line"
+}
+
+# stats --compare on lines whose figures are known: the verdicts, the
+# samples from switchback periods, the warnings, a version 1 file.
+case_stats_compare() {
+  python3 - "$work" <<'PY' || fail "could not write the lines"
+import json, sys
+work = sys.argv[1]
+def counters(calls=0, nbytes=0, hist=None):
+    c = {"calls": calls, "waits": 0, "spins": 0, "spin_hits": 0, "spin_misses": 0, "spin_ns": 0,
+         "sleep_ns": 0, "bytes": nbytes}
+    if hist is not None:
+        ns, log2 = hist
+        c["wait_ns"] = {"hit": 0, "miss": 0, "plain": ns}
+        c["wait_log2"] = {"hit": [], "miss": [], "plain": log2}
+    return c
+def line(v, pid, program, arm, wall_us, calls, seq=0, event="exit", start=100, period=0,
+         ru=None, hist=None):
+    d = {"v": v, "pid": pid, "ppid": 1, "program": program, "event": event, "arm": arm,
+         "seq": seq, "start_us": start, "wall_us": wall_us}
+    if v == 2:
+        d["rusage"] = ru or {"utime_us": 0, "stime_us": 0, "nvcsw": 0, "nivcsw": 0, "maxrss_kb": 1}
+    d["sleeps_avoided"] = 0
+    d["config"] = {"mode": "fixed", "ab": 50, "ab_period": period}
+    h0 = (0, []) if v == 2 else None
+    d["pipe"] = {"read": counters(calls, calls, hist if hist else h0),
+                 "write": counters(hist=h0), "poll": counters(hist=h0)}
+    d["fifo"] = {k: counters(hist=h0) for k in ("read", "write", "poll")}
+    d["via"] = {f: {"spins": 0, "spin_hits": 0} for f in
+                ("io", "poll", "stdio", "vector", "select", "epoll", "splice")}
+    return json.dumps(d)
+with open(f"{work}/v1.jsonl", "w") as f:
+    # Version 1: wall per call only. srv: control 200 µs per call, the
+    # treatment 100 (each sample a little different); idle: the same in both.
+    for i in range(6):
+        print(line(1, 10 + i, "srv", "control", 200_000 + 1000 * i, 1000), file=f)
+        print(line(1, 20 + i, "srv", "treatment", 100_000 + 1000 * i, 1000), file=f)
+        print(line(1, 30 + i, "idle", "control", 100_000 + 1000 * i, 1000), file=f)
+        print(line(1, 40 + i, "idle", "treatment", 100_500 + 1000 * i, 1000), file=f)
+    print(line(1, 50, "few", "control", 1000, 10), file=f)
+    print(line(1, 51, "few", "treatment", 1000, 10), file=f)
+    print(line(1, 52, "sh", "control", 1000, 0), file=f)  # no call on a pipe: no sample
+with open(f"{work}/v2.jsonl", "w") as f:
+    # One switchback process: 12 periods alternating from control, each
+    # 1 s and 1000 more reads; the control's waits take 64 µs, the
+    # treatment's 2 µs; the lines carry cumulative counters and per-line usage.
+    calls = wall = waits_c = waits_t = 0
+    for seq in range(12):
+        arm = "control" if seq % 2 == 0 else "treatment"
+        calls += 1000
+        wall += 1_000_000 if arm == "control" else 500_000 + 1000 * seq
+        if arm == "control":
+            waits_c += 1000
+        else:
+            waits_t += 1000
+        log2 = [0] * 20
+        log2[2] = waits_t
+        log2[7] = waits_c
+        while log2 and log2[-1] == 0:
+            log2.pop()
+        ru = {"utime_us": 1000, "stime_us": 1000, "nvcsw": 1000 if arm == "control" else 10,
+              "nivcsw": 0, "maxrss_kb": 100}
+        print(line(2, 7, "daemon", arm, wall, calls, seq=seq, event="interval", period=1, ru=ru,
+                   hist=(64_000 * waits_c + 2_000 * waits_t, log2)), file=f)
+    # A process whose second line is missing: its third period is not attributable.
+    for seq in (0, 2):
+        print(line(2, 8, "gappy", "control", 1000 * (seq + 1), 10 * (seq + 1), seq=seq,
+                   event="interval", period=1), file=f)
+PY
+  python3 "$validate" "$work/v1.jsonl" "$work/v2.jsonl" || fail "the test's own lines are not valid"
+
+  expect_status 0 "$pipespin" stats --compare --json "$work/v1.jsonl"
+  expect_in "$work/err" "few: 1 control and 1 treatment samples, too few to decide (at least 5 per arm)"
+  python3 - "$work/out" <<'PY' || fail "stats --compare --json on version 1 lines"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["compare"]["resamples"] == 10000 and d["compare"]["confidence"] == 0.95, d["compare"]
+assert d["compare"]["margin"] == 0.05 and d["compare"]["min_samples"] == 5, d["compare"]
+g = {x["program"]: x for x in d["groups"]}
+assert set(g) == {"srv", "idle", "few", "(all)"}, list(g)
+w = g["srv"]["measures"]["wall_per_call_us"]
+assert g["srv"]["samples"] == {"control": 6, "treatment": 6} and g["srv"]["processes"] == 12, g["srv"]
+assert w["control"]["median"] == 202.5 and w["treatment"]["median"] == 102.5, w
+assert w["verdict"] == "faster" and w["ci_low"] > 1.05 and abs(w["ratio"] - 202.5 / 102.5) < 1e-4, w
+# Version 1 lines carry no waits and no usage: those measures have no samples.
+for key in ("blocked_per_wait_us", "cpu_per_mib_ms", "switches_per_call"):
+    m = g["srv"]["measures"][key]
+    assert m["control"]["samples"] == 0 and m["verdict"] is None, (key, m)
+assert g["idle"]["measures"]["wall_per_call_us"]["verdict"] == "no significant difference", g["idle"]
+assert g["few"]["too_few"] and g["few"]["measures"]["wall_per_call_us"]["verdict"] is None, g["few"]
+# Overall: each program's figures relative to its own control median.
+a = g["(all)"]["measures"]["wall_per_call_us"]
+assert g["(all)"]["relative"] and not g["srv"]["relative"], g["(all)"]
+assert a["control"]["median"] == 1 and a["control"]["samples"] == 13 and a["treatment"]["samples"] == 13, a
+PY
+  expect_status 0 "$pipespin" stats --compare "$work/v1.jsonl"
+  grep -qE '^  wall per call \(µs\) +202\.5 +102\.5 +1\.976  \[[0-9.]+, [0-9.]+\] +faster$' "$work/out" ||
+    { cat "$work/out"; fail "srv: no 'faster' row"; }
+  expect_in "$work/out" "few: 1 control and 1 treatment samples (2 processes)"
+  grep -qE '^  wall per call \(µs\) .* too few samples \(1 and 1\)$' "$work/out" || fail "few: no 'too few'"
+  # A margin of 100%: a ratio of 2 is no longer beyond it.
+  expect_status 0 "$pipespin" stats --compare --margin 100 --program srv "$work/v1.jsonl"
+  grep -qE '^  wall per call .* no significant difference$' "$work/out" || fail "--margin 100"
+  expect_not_in "$work/out" "idle"
+
+  expect_status 0 "$pipespin" stats --compare --json "$work/v2.jsonl"
+  expect_in "$work/err" "1 switchback period(s) left out: a line of their process is missing"
+  python3 - "$work/out" <<'PY' || fail "stats --compare --json on switchback lines"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["periods_lost"] == 1, d
+g = {x["program"]: x for x in d["groups"]}
+s = g["daemon"]
+assert s["samples"] == {"control": 6, "treatment": 6} and s["periods"] == 12 and s["processes"] == 0, s
+m = s["measures"]
+assert m["blocked_per_wait_us"]["control"]["median"] == 64 and m["blocked_per_wait_us"]["treatment"]["median"] == 2, m
+assert m["blocked_per_wait_us"]["verdict"] == "faster", m
+assert m["wall_per_call_us"]["control"]["median"] == 1000, m
+assert m["wall_per_call_us"]["verdict"] == "faster", m
+assert m["switches_per_call"]["control"]["median"] == 1 and m["switches_per_call"]["treatment"]["median"] == 0.01, m
+assert m["cpu_per_mib_ms"]["verdict"] == "no significant difference", m
+c = s["waits"]["control"]["plain"]
+assert c["log2"][7] == 6000 and c["ns"] == 6000 * 64000 and len(c["log2"]) == 20, c
+assert s["waits"]["treatment"]["plain"]["log2"][2] == 6000, s["waits"]["treatment"]
+assert g["gappy"]["periods"] == 1, g["gappy"]  # the first line's period only
+PY
+  # The table shows a switchback process under its own arm.
+  expect_status 0 "$pipespin" stats "$work/v2.jsonl"
+  grep -qE '^daemon +switchback +1 ' "$work/out" || { cat "$work/out"; fail "no switchback row"; }
+
+  expect_status 2 "$pipespin" stats --plot "$work/x.png" "$work/v1.jsonl"
+  expect_in "$work/err" "go with --compare"
+  expect_status 2 "$pipespin" stats --compare --margin 101 "$work/v1.jsonl"
+  expect_status 0 "$pipespin" stats --compare --program nothing "$work/v1.jsonl"
+  expect_in "$work/out" "No process ran in an A/B arm"
+  expect_status 1 "$pipespin" stats --compare --program nothing --plot "$work/x.png" "$work/v1.jsonl"
+  expect_in "$work/err" "no sample of either arm to draw"
+}
+
+# ab_period in the user's environment (or config) must not switch the runs
+# of `pipespin ab` between arms: each run is in the arm ab puts it in.
+case_ab_no_switchback() {
+  # A run of 1.5 s whose cat reads a pipe all along: with a 1 s period, the
+  # cat of its treatment run would end in the control arm and say so.
+  printf '#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo x; sleep 0.1; done | cat >/dev/null\n' \
+    >"$work/slow.sh"
+  chmod 755 "$work/slow.sh"
+  PIPESPIN_AB_PERIOD=1 expect_status 0 "$pipespin" ab -n 2 --warmup 0 -- "$work/slow.sh"
+  expect_not_in "$work/out" "reported another arm"
+  expect_in "$work/out" "verdict: "
 }
 
 case_ab() {

@@ -18,14 +18,24 @@ Every line is parsed with the json module. Cases:
   interval     PIPESPIN_STATS_INTERVAL lines, in the treatment and the
                control arm, cumulative and in order
   arms         PIPESPIN_AB / PIPESPIN_AB_SEED draw the documented hash
+  switchback   PIPESPIN_AB_PERIOD: one process alternates arms, a line at each
+               switch marked with the arm it covered
+  control_syscalls  the control arm with lines on makes no clock syscall, and
+               reads getrusage once per line
+Every line any case reads is validated against docs/stats.schema.json.
 Exit 0: pass, 77: skipped (reason printed), 1: fail.
 """
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import validate_stats  # noqa: E402
 
 case, lib, helper = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
 PIPE_BUF = 4096
@@ -59,6 +69,10 @@ def lines_of(path):
             out.append(json.loads(raw))
         except json.JSONDecodeError as e:
             fail(f"not JSON ({e}): {raw[:200]!r}")
+        try:
+            validate_stats.validate(out[-1])
+        except ValueError as e:
+            fail(f"a line does not match docs/stats.schema.json: {e}: {raw[:300]!r}")
     return out
 
 
@@ -72,6 +86,15 @@ def run(args, **kw):
 
 def counters(line, kind="pipe", direction="read"):
     return line[kind][direction]
+
+
+def waits_of(line, end, kind="pipe", direction="read"):
+    """How many waits of that end the line's histogram holds."""
+    return sum(line[kind][direction]["wait_log2"][end])
+
+
+def numbers(d):
+    return [v for v in d.values() if isinstance(v, int)]
 
 
 def splitmix64(x):
@@ -119,7 +142,18 @@ def case_waits(how, exec_path):
     check({x: pl[x] for x in wantp} == wantp, f"poll counters {pl}, want {wantp}")
     check(w["waits"] == 0 and w["calls"] == n + p and w["bytes"] == n + p, f"write counters {w}")
     check(me["sleeps_avoided"] == 0, "no spin hit, so no sleep avoided")
-    check(all(v == 0 for d in me["fifo"].values() for v in d.values()), "anonymous pipes are not FIFOs")
+    check(all(v == 0 for d in me["fifo"].values() for v in numbers(d)), "anonymous pipes are not FIFOs")
+    # v2: each of those waits is a miss in the histogram, lasting its spin and
+    # its sleep; the poll waits likewise; the process's usage is there.
+    check(me["v"] == 2, "not a version 2 line")
+    check(waits_of(me, "miss") == n and waits_of(me, "hit") == 0, f"read histogram {r}")
+    check(r["wait_ns"]["miss"] >= r["spin_ns"] + r["sleep_ns"] - n * 1000,
+          f"the misses last less than their spins and sleeps: {r}")
+    check(waits_of(me, "miss", direction="poll") == p, f"poll histogram {pl}")
+    check(all(sum(me["fifo"][d]["wait_log2"][e]) == 0 for d in me["fifo"] for e in ("hit", "miss", "plain")),
+          "FIFO waits in a process without FIFOs")
+    check(me["rusage"]["nvcsw"] >= n, f"{n} sleeps but {me['rusage']['nvcsw']} voluntary switches")
+    check(me["rusage"]["maxrss_kb"] > 0, "no max RSS")
 
     kids = [l for l in lines if l["pid"] == child]
     check(len(kids) == 1, f"want one line of the child {child} ({how}), got {len(kids)}")
@@ -128,6 +162,7 @@ def case_waits(how, exec_path):
     kr = counters(kid)
     check(kr["waits"] == k and kr["calls"] == k and kr["spin_misses"] == k,
           f"the child's own {k} waits, not its parent's: {kr}")
+    check(waits_of(kid, "miss") == k, f"the child's histogram holds its parent's waits: {kr}")
     check(counters(kid, direction="poll")["waits"] == 0, "the child inherited poll counters")
 
     if exec_path == "-":
@@ -258,6 +293,12 @@ def case_interval():
         for a, b in zip(lines, lines[1:]):
             check(b["wall_us"] >= a["wall_us"], "wall time went backwards")
             check(b["pipe"]["read"]["calls"] >= a["pipe"]["read"]["calls"], "counters not cumulative")
+        # The usage is since the previous line: the lines' CPU adds up to at
+        # most the process's own (one thread spins on its CPU at most the
+        # wall time, two threads at most twice).
+        cpu = sum(l["rusage"]["utime_us"] + l["rusage"]["stime_us"] for l in lines)
+        check(0 < cpu <= 2 * lines[-1]["wall_us"] + 100000,
+              f"CPU {cpu} µs over the lines, wall {lines[-1]['wall_us']} µs: not per line")
         arm = "control" if ab == 0 else "treatment"
         check(all(l["arm"] == arm for l in lines), f"arm is not {arm}")
         if ab == 0:
@@ -278,6 +319,77 @@ def case_arms():
             check(l["config"]["ab_seed"] == (seed if ab else 0), "config.ab_seed")
 
 
+def case_switchback():
+    if len(os.sched_getaffinity(0)) < 2:
+        print("SKIP: one usable CPU: the treatment arm never spins")
+        sys.exit(77)
+    path = os.path.join(tmp, "switchback.jsonl")
+    run([helper, "pingpong", "3600"], PIPESPIN_MODE="fixed", PIPESPIN_STATS=path,
+        PIPESPIN_AB=50, PIPESPIN_AB_SEED=5, PIPESPIN_AB_PERIOD=1)
+    lines = lines_of(path)
+    print([(l["event"], l["arm"], l["wall_us"]) for l in lines])
+    check([l["seq"] for l in lines] == list(range(len(lines))), "seq not 0, 1, 2, ...")
+    check(all(l["config"]["ab_period"] == 1 for l in lines), "config.ab_period")
+    # 3.6 s of pipe calls and a 1 s period: a line at each of 3 switches (a
+    # late tick may merge two periods into one line only if a whole second
+    # passed without a call on the pipe), then the exit line.
+    check(lines[-1]["event"] == "exit" and len(lines) >= 3, "want a line at each switch")
+    check(all(l["event"] == "interval" for l in lines[:-1]), "a switch line is an interval line")
+    for a, b in zip(lines, lines[1:]):
+        check(a["arm"] != b["arm"], f"arms do not alternate: {a['arm']} then {b['arm']}")
+    check({l["arm"] for l in lines} == {"control", "treatment"}, "not both arms")
+    prev = None
+    for l in lines:
+        r = l["pipe"]["read"]
+        spins = r["spins"] - (prev["pipe"]["read"]["spins"] if prev else 0)
+        # What the line covers ran in its arm: the control arm never spins,
+        # but a spin the other thread began before the switch ends (and is
+        # counted) after it.
+        if l["arm"] == "control":
+            check(spins <= 1, f"a control period spun {spins} times")
+        elif l is not lines[-1]:
+            check(spins > 0, "a whole treatment period of ping-pong without a spin")
+        prev = l
+
+
+def case_control_syscalls():
+    if not shutil.which("strace"):
+        print("SKIP: strace is not installed (tools/deps.sh installs it)")
+        sys.exit(77)
+    try:
+        with open("/sys/devices/system/clocksource/clocksource0/current_clocksource") as f:
+            source = f.read().strip()
+    except OSError:
+        source = "?"
+    if source not in ("tsc", "kvm-clock", "hyperv_clocksource_tsc_page", "arch_sys_counter"):
+        print(f"SKIP: clock source {source}: clock_gettime may be a system call here")
+        sys.exit(77)
+    path = os.path.join(tmp, "control.jsonl")
+    trace = os.path.join(tmp, "trace")
+    e = env(PIPESPIN_STATS=path, PIPESPIN_AB=0)
+    del e["LD_PRELOAD"]
+    probe = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-e", "trace=getpid", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"SKIP: strace cannot trace here: {probe.stderr.strip()[:200]}")
+        sys.exit(77)
+    p = subprocess.run(["strace", "-f", "-qq", "-o", trace, "-E", f"LD_PRELOAD={lib}",
+                        "-e", "trace=clock_gettime,clock_nanosleep,gettimeofday,getrusage",
+                        helper, "pingpong", "300"], env=e, capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 0, f"pingpong under strace: {p.stderr[:500]}")
+    calls = [l for l in open(trace) if re.search(r"\b(clock_gettime|gettimeofday|getrusage)\(", l)]
+    lines = lines_of(path)
+    print(f"{len(lines)} line(s); traced: {calls[:5]}")
+    check(all(l["arm"] == "control" for l in lines), "not the control arm")
+    rounds = int(p.stdout.split()[1])
+    check(lines[0]["pipe"]["read"]["calls"] >= rounds, "the reads were not counted")
+    check(sum(l.startswith(tuple("0123456789")) and "getrusage(" in l for l in calls) == len(lines),
+          "not one getrusage per line")
+    check(not [l for l in calls if "getrusage(" not in l],
+          f"the control arm read the clock through a system call: {calls[:3]}")
+
+
 cases = {
     "waits": lambda: case_waits("exit", "/bin/true"),
     "waits_exit": lambda: case_waits("_exit", "-"),
@@ -286,6 +398,8 @@ cases = {
     "lost_warning": case_lost_warning,
     "interval": case_interval,
     "arms": case_arms,
+    "switchback": case_switchback,
+    "control_syscalls": case_control_syscalls,
 }
 cases[case]()
 print(f"PASS ({case})")

@@ -154,7 +154,7 @@ TEST_CASE("stats: the line carries the header, the config and every counter", "[
     CHECK(line.back() == '\n');
     CHECK(line.find('\n') == line.size() - 1);
     CHECK(
-        line.starts_with("{\"v\":1,\"pid\":1234,\"ppid\":1,\"program\":\"my\\\"prog\","
+        line.starts_with("{\"v\":2,\"pid\":1234,\"ppid\":1,\"program\":\"my\\\"prog\","
                          "\"event\":\"exec\",\"arm\":\"treatment\","));
     CHECK(line.find("\"mode\":\"fixed\"") != std::string::npos);
     CHECK(line.find("\"spin_us\":50,") != std::string::npos);  // numbers stay numbers
@@ -172,6 +172,92 @@ TEST_CASE("stats: the line carries the header, the config and every counter", "[
     CHECK(field(line, "\"stdio\":{", "spin_hits") == 6);
     CHECK(line.find("\"splice\":{\"spins\":0,\"spin_hits\":0}}}\n") != std::string::npos);
     CHECK(line.find("truncated") == std::string::npos);
+}
+
+TEST_CASE("stats: a wait's duration lands in its log2 bucket", "[stats][waits]") {
+    CHECK(wait_bucket(0) == 0);
+    CHECK(wait_bucket(1023) == 0);
+    CHECK(wait_bucket(1024) == 1);  // [2^10, 2^11) ns
+    CHECK(wait_bucket(2047) == 1);
+    CHECK(wait_bucket(2048) == 2);
+    CHECK(wait_bucket(kPlainFloorNs - 1) == 2);
+    CHECK(wait_bucket(kPlainFloorNs) == 3);  // the floor starts a bucket
+    CHECK(wait_bucket((1ull << 28) - 1) == kWaitBuckets - 2);
+    CHECK(wait_bucket(1ull << 28) == kWaitBuckets - 1);  // ~268 ms and up: one bucket
+    CHECK(wait_bucket(~0ull) == kWaitBuckets - 1);
+}
+
+TEST_CASE("stats: waits are counted per kind, direction and end, and survive a fork's reset",
+          "[stats][waits]") {
+    auto t = table();
+    ProcessCounters& pc = t->process();
+    pc.count_wait(StatKind::Pipe, StatDir::Read, WaitEnd::Hit, 500);
+    pc.count_wait(StatKind::Pipe, StatDir::Read, WaitEnd::Hit, 1500);
+    pc.count_wait(StatKind::Pipe, StatDir::Read, WaitEnd::Miss, 40'000);
+    pc.count_wait(StatKind::Fifo, StatDir::Poll, WaitEnd::Plain, 3'000'000'000ull);
+    StatsSnapshot s;
+    t->snapshot(s);
+    const WaitHist& hit = s.wait[0][0][static_cast<int>(WaitEnd::Hit)];
+    CHECK(hit.n[0] == 1);
+    CHECK(hit.n[1] == 1);
+    CHECK(hit.count() == 2);
+    CHECK(hit.ns == 2000);
+    CHECK(s.wait[0][0][static_cast<int>(WaitEnd::Miss)].n[wait_bucket(40'000)] == 1);
+    const WaitHist& plain = s.wait[1][2][static_cast<int>(WaitEnd::Plain)];
+    CHECK(plain.n[kWaitBuckets - 1] == 1);
+    CHECK(plain.ns == 3'000'000'000ull);
+    CHECK(s.wait[0][1][0].count() == 0);
+    t->new_process();  // a child after fork: its own waits only
+    t->snapshot(s);
+    CHECK(s.wait[0][0][static_cast<int>(WaitEnd::Hit)].count() == 0);
+    CHECK(s.wait[1][2][static_cast<int>(WaitEnd::Plain)].ns == 0);
+}
+
+TEST_CASE("stats: a v2 line carries the resource usage and the wait histograms", "[stats][waits]") {
+    Options o;
+    StatsSnapshot s;
+    s.wait[0][0][static_cast<int>(WaitEnd::Hit)].n[1] = 7;
+    s.wait[0][0][static_cast<int>(WaitEnd::Hit)].n[3] = 2;
+    s.wait[0][0][static_cast<int>(WaitEnd::Hit)].ns = 12345;
+    s.wait[1][2][static_cast<int>(WaitEnd::Plain)].n[kWaitBuckets - 1] = 1;
+    StatsHeader h;
+    h.ru = {1500, 250, 42, 3, 9000};
+    const std::string line = line_for(h, o, s);
+    CHECK(line.find("\"rusage\":{\"utime_us\":1500,\"stime_us\":250,\"nvcsw\":42,"
+                    "\"nivcsw\":3,\"maxrss_kb\":9000}") != std::string::npos);
+    // Trailing empty buckets are left out; every end is there.
+    CHECK(line.find("\"pipe\":{\"read\":{\"calls\":0,\"waits\":0,\"spins\":0,\"spin_hits\":0,"
+                    "\"spin_misses\":0,\"spin_ns\":0,\"sleep_ns\":0,\"bytes\":0,"
+                    "\"wait_ns\":{\"hit\":12345,\"miss\":0,\"plain\":0},"
+                    "\"wait_log2\":{\"hit\":[0,7,0,2],\"miss\":[],\"plain\":[]}}") !=
+          std::string::npos);
+    CHECK(line.find("\"fifo\":{") != std::string::npos);
+    CHECK(line.find("\"plain\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}}") != std::string::npos);
+}
+
+TEST_CASE("stats: a line that would still be too long drops the buckets, keeping the sums",
+          "[stats][waits]") {
+    Options o;
+    const std::string long_text(231, '"');
+    for (const char* name : {"stats", "log_file"})
+        REQUIRE(apply_option(*find_option(name), long_text, o) == ParseStatus::Ok);
+    StatsSnapshot s;
+    for (auto& kind : s.c)
+        for (auto& dir : kind) dir = {~0ull, ~0ull, ~0ull, ~0ull, 1, ~0ull, ~0ull};
+    for (auto& kind : s.wait)
+        for (auto& dir : kind)
+            for (WaitHist& w : dir) {
+                for (auto& n : w.n) n = ~0ull;
+                w.ns = ~0ull;
+            }
+    StatsHeader h;
+    const std::string line = line_for(h, o, s);
+    REQUIRE(!line.empty());
+    CHECK(line.size() <= kStatsLineMax);
+    CHECK(line.find("\"truncated\":true") != std::string::npos);
+    CHECK(line.find("wait_log2") == std::string::npos);
+    CHECK(line.find("\"wait_ns\":{\"hit\":18446744073709551615,") != std::string::npos);
+    CHECK(line.ends_with("}}}\n"));
 }
 
 TEST_CASE("stats: a line too long for PIPE_BUF drops the config texts, never its shape",
@@ -250,6 +336,25 @@ TEST_CASE("arm: settled once, kept across reloads, none without an experiment", 
     apply_arm(c, Arm::Control);
     CHECK(c.mode() == Mode::Off);
     CHECK(c.spin_us == 50);  // only the mode: the control is the same shim, not spinning
+}
+
+TEST_CASE("arm: ab_period alternates from the drawn arm, on the image's schedule", "[arm]") {
+    constexpr std::uint64_t kS = 1'000'000'000;
+    for (Arm first : {Arm::Control, Arm::Treatment}) {
+        const Arm other = first == Arm::Control ? Arm::Treatment : Arm::Control;
+        CHECK(arm_at(first, 100 * kS, 0, 500 * kS) == first);  // no period: one arm
+        CHECK(arm_at(first, 100 * kS, 10 * kS, 100 * kS) == first);
+        CHECK(arm_at(first, 100 * kS, 10 * kS, 110 * kS - 1) == first);
+        CHECK(arm_at(first, 100 * kS, 10 * kS, 110 * kS) == other);
+        CHECK(arm_at(first, 100 * kS, 10 * kS, 125 * kS) == first);
+        CHECK(arm_at(first, 100 * kS, 10 * kS, 99 * kS) == first);  // a clock read before it
+        CHECK(next_switch_ns(first, 100 * kS, 10 * kS, 100 * kS) == 110 * kS);
+        CHECK(next_switch_ns(first, 100 * kS, 10 * kS, 119 * kS) == 120 * kS);
+        CHECK(next_switch_ns(first, 100 * kS, 10 * kS, 120 * kS) == 130 * kS);
+        CHECK(next_switch_ns(first, 100 * kS, 0, 120 * kS) == 0);
+    }
+    CHECK(arm_at(Arm::None, 0, kS, 5 * kS) == Arm::None);  // no experiment, no switch
+    CHECK(next_switch_ns(Arm::None, 0, kS, 5 * kS) == 0);
 }
 
 TEST_CASE("options: format_option_into matches format_option for every kind", "[options]") {

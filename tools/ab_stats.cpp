@@ -1,0 +1,51 @@
+#include "ab_stats.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <span>
+#include <stdexcept>
+
+#include "common.h"
+
+namespace pipespin::cli {
+
+double ratio_of(double a, double b) {
+    if (b != 0) return a / b;
+    return a == 0 ? 1 : std::numeric_limits<double>::infinity();
+}
+
+RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<double>& treatment,
+                          std::uint64_t seed, double margin) {
+    if (control.empty() || treatment.empty())
+        throw std::logic_error("bootstrap_ratio: an empty sample");
+    auto median = [](std::span<const double> v) { return summarize(v).median; };
+    RatioTest t;
+    t.ratio = ratio_of(median(control), median(treatment));
+    std::mt19937_64 rng(seed);
+    std::vector<double> ratios;
+    ratios.reserve(kBootstrapResamples);
+    std::vector<double> a(control.size()), b(treatment.size());
+    std::uniform_int_distribution<std::size_t> pick_a(0, control.size() - 1);
+    std::uniform_int_distribution<std::size_t> pick_b(0, treatment.size() - 1);
+    for (int r = 0; r < kBootstrapResamples; ++r) {
+        for (double& x : a) x = control[pick_a(rng)];
+        for (double& x : b) x = treatment[pick_b(rng)];
+        ratios.push_back(ratio_of(median(a), median(b)));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double tail = (1 - kBootstrapConfidence) / 2;
+    auto at = [&](double q) {
+        const std::size_t i =
+            static_cast<std::size_t>(q * static_cast<double>(kBootstrapResamples - 1) + 0.5);
+        return ratios[std::min(i, ratios.size() - 1)];
+    };
+    t.ci_low = at(tail);
+    t.ci_high = at(1 - tail);
+    t.verdict = t.ci_low > 1 + margin          ? kFaster
+                : t.ci_high < 1 / (1 + margin) ? kSlower
+                                               : kNoDifference;
+    return t;
+}
+
+}  // namespace pipespin::cli
