@@ -37,7 +37,7 @@
 
 /* pipespin_version()'s encoding of a release. */
 #define PIPESPIN_VERSION_CODE(major, minor, patch) \
-    (((unsigned)(major) << 16) | ((unsigned)(minor) << 8) | (unsigned)(patch))
+    ((((major) + 0u) << 16) | (((minor) + 0u) << 8) | ((patch) + 0u))
 
 /* What every call but pipespin_version() returns when the shim is not
  * loaded into this process. */
@@ -118,6 +118,12 @@ struct pipespin_stats {
     X(int, pipespin_thread_spin_v1, (int enable))                  \
     X(int, pipespin_get_stats_v1, (struct pipespin_stats * out))
 
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define PIPESPIN_DETAIL_NULL nullptr
+#else
+#define PIPESPIN_DETAIL_NULL NULL
+#endif
+
 #define PIPESPIN_DETAIL_TYPEDEF(ret, name, params) typedef ret(*name##_fn) params;
 PIPESPIN_EXPORTS_V1(PIPESPIN_DETAIL_TYPEDEF)
 #undef PIPESPIN_DETAIL_TYPEDEF
@@ -133,7 +139,7 @@ static inline void* pipespin_detail_lookup(void** cache, const char* name) {
 #else
     p = *(void* volatile*)cache;
 #endif
-    if (p == NULL) {
+    if (!p) {
         const int saved = errno;
         /* RTLD_DEFAULT is ((void*)0) in glibc and musl, and is only declared
          * with _GNU_SOURCE: a C99 program may not have it. */
@@ -143,31 +149,31 @@ static inline void* pipespin_detail_lookup(void** cache, const char* name) {
         p = dlsym((void*)0, name);
 #endif
         errno = saved;
-        if (p == NULL) p = &absent;
+        if (!p) p = &absent; /* no cast: the header is C and C++ */
 #if defined(__GNUC__)
         __atomic_store_n(cache, p, __ATOMIC_RELEASE);
 #else
         *(void* volatile*)cache = p;
 #endif
     }
-    return p == (void*)&absent ? NULL : p;
+    return p == &absent ? PIPESPIN_DETAIL_NULL : p;
 }
 
 /* Declares `fn`, the shim's function `name` (NULL when it is not loaded).
  * memcpy: ISO C has no cast from an object pointer to a function pointer. */
 #define PIPESPIN_DETAIL_FIND(name, fn)                              \
-    name##_fn fn = NULL;                                            \
+    name##_fn fn = PIPESPIN_DETAIL_NULL;                            \
     do {                                                            \
         static void* pipespin_cache_;                               \
         void* p_ = pipespin_detail_lookup(&pipespin_cache_, #name); \
-        if (p_ != NULL) memcpy(&fn, &p_, sizeof fn);                \
+        if (p_) memcpy(&fn, &p_, sizeof fn);                        \
     } while (0)
 
 /* The loaded library's version (PIPESPIN_VERSION_CODE(major, minor,
  * patch)), or 0 when the shim is not loaded into this process. */
 static inline unsigned pipespin_version(void) {
     PIPESPIN_DETAIL_FIND(pipespin_version_v1, fn);
-    return fn != NULL ? fn() : 0u;
+    return fn ? fn() : 0u;
 }
 
 /* 1 when libpipespin.so is loaded into this process, else 0. */
@@ -190,7 +196,7 @@ static inline int pipespin_is_present(void) {
  * open), -ENOTSUP (fd is not a pipe or FIFO), PIPESPIN_ENOTPRESENT. */
 static inline int pipespin_fd_hint(int fd, int dirs, int budget_us) {
     PIPESPIN_DETAIL_FIND(pipespin_fd_hint_v1, fn);
-    return fn != NULL ? fn(fd, dirs, budget_us) : PIPESPIN_ENOTPRESENT;
+    return fn ? fn(fd, dirs, budget_us) : PIPESPIN_ENOTPRESENT;
 }
 
 /* enable 0: the calling thread never spins (nor looks before its calls),
@@ -200,7 +206,7 @@ static inline int pipespin_fd_hint(int fd, int dirs, int budget_us) {
  * 1), or -EINVAL, PIPESPIN_ENOTPRESENT. */
 static inline int pipespin_thread_spin(int enable) {
     PIPESPIN_DETAIL_FIND(pipespin_thread_spin_v1, fn);
-    return fn != NULL ? fn(enable) : PIPESPIN_ENOTPRESENT;
+    return fn ? fn(enable) : PIPESPIN_ENOTPRESENT;
 }
 
 /* Fills *out with the process's counters now (struct pipespin_stats): what
@@ -209,8 +215,8 @@ static inline int pipespin_thread_spin(int enable) {
 static inline int pipespin_get_stats(struct pipespin_stats* out) {
     PIPESPIN_DETAIL_FIND(pipespin_get_stats_v1, fn);
     memset(out, 0, sizeof *out);
-    if (fn == NULL) return PIPESPIN_ENOTPRESENT;
-    out->size = (uint32_t)sizeof *out;
+    if (!fn) return PIPESPIN_ENOTPRESENT;
+    out->size = sizeof *out; /* far below 2^32 */
     return fn(out);
 }
 
