@@ -10,6 +10,9 @@
 #   share/man/man1/pipespin.1.gz, share/man/man5/pipespin.conf.5.gz
 #   share/doc/pipespin/preload.conf.example
 #   share/bash-completion/completions/pipespin
+#   include/pipespin/pipespin.h, share/pkgconfig/pipespin.pc and
+#       share/cmake/pipespin/: the control API for programs (docs/api.md),
+#       header-only, so architecture-independent (share, not the libdir)
 #   /etc/pipespin.conf, only when installing to the system prefix /usr:
 #       preload.conf.example with every line commented out, so that it
 #       changes nothing until the admin uncomments a line
@@ -67,6 +70,34 @@ install(FILES ${PIPESPIN_GEN_DIR}/pipespin.conf.5.gz DESTINATION ${CMAKE_INSTALL
 install(FILES ${PIPESPIN_EXAMPLE} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PIPESPIN_GEN_DIR}/pipespin.bash-completion
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME pipespin)
+
+# The control API: the header, a pkg-config file and a CMake package
+# (find_package(pipespin) -> pipespin::api). The .pc names the prefix
+# actually installed to (`cmake --install --prefix P` of a build configured
+# for another), so it is written at install time; the CMake package finds
+# its prefix from its own location.
+install(FILES ${CMAKE_SOURCE_DIR}/include/pipespin/pipespin.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pipespin)
+install(TARGETS pipespin_api EXPORT pipespin-targets)
+set(PIPESPIN_CMAKE_DIR ${CMAKE_INSTALL_DATADIR}/cmake/pipespin)
+install(EXPORT pipespin-targets NAMESPACE pipespin:: DESTINATION ${PIPESPIN_CMAKE_DIR})
+include(CMakePackageConfigHelpers)
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/pipespin-config-version.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
+install(FILES ${CMAKE_SOURCE_DIR}/cmake/pipespin-config.cmake.in
+  DESTINATION ${PIPESPIN_CMAKE_DIR} RENAME pipespin-config.cmake)
+install(FILES ${CMAKE_BINARY_DIR}/pipespin-config-version.cmake DESTINATION ${PIPESPIN_CMAKE_DIR})
+set(PIPESPIN_PC_PREFIX "@PIPESPIN_PC_PREFIX@")  # filled in at install time
+configure_file(${CMAKE_SOURCE_DIR}/cmake/pipespin.pc.in ${CMAKE_BINARY_DIR}/pipespin.pc.in @ONLY)
+# Written to a directory of its own per prefix: installs to several
+# prefixes may run at once (the tests do).
+install(CODE "
+  set(PIPESPIN_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  string(MD5 pipespin_pc_dir \"\${CMAKE_INSTALL_PREFIX}\")
+  set(pipespin_pc \"${CMAKE_BINARY_DIR}/pc/\${pipespin_pc_dir}/pipespin.pc\")
+  configure_file(\"${CMAKE_BINARY_DIR}/pipespin.pc.in\" \"\${pipespin_pc}\" @ONLY)
+  file(INSTALL DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/pkgconfig\" TYPE FILE
+       PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ FILES \"\${pipespin_pc}\")")
 
 # /etc/pipespin.conf is decided at install time, from the prefix actually
 # used: `cmake --install build --prefix /tmp/x` of a /usr build must not

@@ -13,7 +13,9 @@ set(CPACK_PACKAGE_DESCRIPTION
     "libpipespin.so is an LD_PRELOAD library that makes unmodified programs wait less on
 pipes: before a read, write or poll would block on a pipe, it spin-polls the
 pipe for a short, adaptive budget. The pipespin command runs a program with
-it preloaded and benchmarks what it buys.")
+it preloaded and benchmarks what it buys. pipespin.h (with pkg-config and
+CMake files) lets a program steer it: per-fd spin hints, a per-thread switch,
+its counters.")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # pipespin_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${PIPESPIN_DEB_MAINTAINER}")

@@ -75,9 +75,14 @@ dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||' | grep -v '/$' | sort >"$w
 sort >"$work/want" <<EOF
 /etc/pipespin.conf
 /usr/bin/pipespin
+/usr/include/pipespin/pipespin.h
 $libdir/libpipespin-log.so
 $libdir/libpipespin.so
 /usr/share/bash-completion/completions/pipespin
+/usr/share/cmake/pipespin/pipespin-config-version.cmake
+/usr/share/cmake/pipespin/pipespin-config.cmake
+/usr/share/cmake/pipespin/pipespin-targets.cmake
+/usr/share/pkgconfig/pipespin.pc
 /usr/share/doc/pipespin/preload.conf.example
 /usr/share/man/man1/pipespin.1.gz
 /usr/share/man/man5/pipespin.conf.5.gz
@@ -180,6 +185,25 @@ if command -v systemd-analyze >/dev/null; then
 else
   say "note: no systemd-analyze here; the drop-in's environment was run, not verified by systemd"
 fi
+
+# The control API from the system paths: pkg-config and find_package find
+# the installed header without being told where (docs/api.md, tests/api).
+[ "$(pkg-config --modversion pipespin)" = "$version" ] || fail "pkg-config --modversion pipespin"
+bash "$here/tests/install/snippet.sh" "$here/docs/api.md" api-example >"$work/api.c"
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Wextra -Werror $(pkg-config --cflags pipespin) "$work/api.c" -o "$work/api" \
+  $(pkg-config --libs pipespin) -pthread || fail "the docs/api.md example does not build with pkg-config"
+"$work/api" >"$work/api.out" || fail "the docs/api.md example failed without the shim"
+expect_in "$work/api.out" "pipespin is not loaded"
+pipespin run -- "$work/api" >"$work/api.out" || fail "the docs/api.md example failed under pipespin run"
+expect_in "$work/api.out" "pipespin $version"
+cmake -S "$here/tests/api/consumer" -B "$work/consumer" -DEXAMPLE_SOURCE="$here/tests/api/example.c" \
+  >"$work/consumer.log" 2>&1 && cmake --build "$work/consumer" >>"$work/consumer.log" 2>&1 ||
+  { cat "$work/consumer.log" >&2; fail "find_package(pipespin) and pipespin::api from /usr"; }
+"$work/consumer/api_example_cxx" absent >/dev/null || fail "the API example failed without the shim"
+pipespin run --mode fixed -- "$work/consumer/api_example_cxx" fixed >"$work/api.out" ||
+  fail "the API example failed under the installed shim"
+say "the control API builds from /usr with pkg-config and find_package, and runs with and without the shim"
 
 # Bash completion from the installed file.
 comp=/usr/share/bash-completion/completions/pipespin

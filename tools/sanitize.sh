@@ -60,6 +60,9 @@ has_report() {
 
 # The flags CMakeLists.txt gives everything in libpipespin.so.
 SHIM_FLAGS="-fno-exceptions -fno-rtti -fasynchronous-unwind-tables -U_FORTIFY_SOURCE"
+# The release the shim reports (pipespin_version()), as CMakeLists.txt defines it.
+IFS=. read -r v_major v_minor v_patch < <(sed -n 's/^project(pipespin VERSION \([0-9.]*\).*/\1/p' "$here/CMakeLists.txt")
+SHIM_FLAGS+=" -DPIPESPIN_VERSION_MAJOR=$v_major -DPIPESPIN_VERSION_MINOR=$v_minor -DPIPESPIN_VERSION_PATCH=$v_patch"
 
 # The sources of the pipespin and pipespin_core targets, from CMakeLists.txt.
 shim_sources() {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/control.h"
 #include "platform/sys.h"
 
 namespace pipespin {
@@ -249,17 +250,19 @@ std::uint64_t budget_for(DirState& st, const PolicyParams& params,
     return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake, lane);
 }
 
-bool cpu_free_for_peer(const PolicyParams& params) noexcept {
-    if (params.mode != Mode::Adaptive) return true;
+bool cpu_free_for_peer(const PolicyParams& params, const PolicyState& st) noexcept {
+    if (!SpinPolicy::needs_free_cpu(st, params)) return true;
     return !oversubscribed(sys::now_ns());
 }
 
-// Nothing in this process can spin in this direction: no call ever takes
-// the slow path, so every call on a tracked pipe may run the slow-path
-// hooks (the control arm of an A/B test must report on the same schedule as
-// the treatment, and a process in mode off must notice a retuned config).
+// Nothing in this process (or on this thread) can spin in this direction:
+// no call ever takes the slow path, so every call on a tracked pipe may run
+// the slow-path hooks (the control arm of an A/B test must report on the
+// same schedule as the treatment, and a process in mode off must notice a
+// retuned config).
 bool never_spins(bool dir_on, const PolicyParams& p) noexcept {
-    return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2;
+    return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2 ||
+           p.thread_off;
 }
 
 // The live re-check, at most every reload_ms per process: one thread wins
@@ -316,7 +319,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
         time_call(plan, Plan::Timed::Pending);
         return false;
     }
-    if (!cpu_free_for_peer(params)) {
+    if (!cpu_free_for_peer(params, st.policy)) {
         SpinPolicy::on_no_cpu(st.policy);
         time_call(plan, Plan::Timed::Pending);
         return false;
@@ -505,6 +508,7 @@ PolicyParams Runtime::params() const noexcept {
     p.mode = mode.load(std::memory_order_relaxed);
     p.max_spin_ns = max_spin_ns.load(std::memory_order_relaxed);
     p.usable_cpus = usable_cpus.load(std::memory_order_relaxed);
+    p.thread_off = t_thread_off;
     return p;
 }
 
@@ -552,7 +556,7 @@ void configure(const Options& o, int usable_cpus) noexcept {
         // a call meanwhile may write a stale field back: that costs one
         // epoch's accuracy, never correctness.
         g_table.for_each_state([](int, std::uint64_t, FdState& s) {
-            for (DirState& st : s.dir) st.policy.reset();
+            for (DirState& st : s.dir) st.policy.relearn();  // a program's hints stay
         });
         g_runtime.wake.reset();
         g_runtime.prior.reset();
@@ -681,7 +685,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     }
     if (timeout_ns >= 0) budget = std::min<std::uint64_t>(budget, timeout_ns);
     if (budget == 0) return plan;
-    if (!cpu_free_for_peer(params)) {
+    if (!cpu_free_for_peer(params, st.policy)) {
         SpinPolicy::on_no_cpu(st.policy);
         time_call(plan, Plan::Timed::Pending);
         return plan;

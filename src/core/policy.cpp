@@ -101,18 +101,36 @@ void store_if_changed(std::atomic<T>& a, T v) noexcept {
     if (a.load(kRelaxed) != v) a.store(v, kRelaxed);
 }
 
+// The policy learns (and runs its experiment) for this fd: adaptive mode,
+// and no hint.
+bool learns(const PolicyState& s, const PolicyParams& p) noexcept {
+    return p.mode == Mode::Adaptive && s.hint.load(kRelaxed) == kHintNone;
+}
+
 }  // namespace
 
-void PolicyState::reset() noexcept {
+void PolicyState::relearn() noexcept {
 #define PIPESPIN_FIELD(type, name, what) store_if_changed<type>(name, 0);
     PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
 #undef PIPESPIN_FIELD
+}
+
+void PolicyState::reset() noexcept {
+    relearn();
+    store_if_changed(hint, kHintNone);
 }
 
 void PolicyState::copy_from(const PolicyState& o) noexcept {
 #define PIPESPIN_FIELD(type, name, what) store_if_changed<type>(name, o.name.load(kRelaxed));
     PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
 #undef PIPESPIN_FIELD
+    store_if_changed(hint, o.hint.load(kRelaxed));
+}
+
+void PolicyState::set_hint(std::uint32_t h) noexcept {
+    if (hint.load(kRelaxed) == h) return;
+    relearn();
+    hint.store(h, kRelaxed);
 }
 
 void FreshPrior::Lane::observe(bool would_hit) noexcept {
@@ -150,7 +168,9 @@ std::uint64_t SpinPolicy::spin_ns(const PolicyParams& p, const WakeEstimate& wak
 std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
                                     const WakeEstimate& wake,
                                     const FreshPrior::Lane& lane) noexcept {
-    if (p.mode == Mode::Off || p.usable_cpus < 2 || p.max_spin_ns == 0) return 0;
+    if (p.mode == Mode::Off || p.usable_cpus < 2 || p.max_spin_ns == 0 || p.thread_off) return 0;
+    if (const std::uint32_t h = s.hint.load(kRelaxed); h != kHintNone) [[unlikely]]
+        return h == kHintNever ? 0 : h;
     if (p.mode == Mode::Fixed) return p.max_spin_ns;
     if (p.oversubscribed) return 0;
     const Phase phase = s.get_phase();
@@ -162,7 +182,7 @@ std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
 
 void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                          NowFn now) noexcept {
-    if (p.mode != Mode::Adaptive) return;
+    if (!learns(s, p)) return;
     const Phase phase = s.get_phase();
     if (phase == Phase::Fresh) {
         fresh_call(s);
@@ -232,7 +252,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
 }
 
 bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
-    if (p.mode != Mode::Adaptive) return true;
+    if (!learns(s, p)) return true;
     const Phase phase = s.get_phase();
     if (measuring(phase)) return false;
     if (phase == Phase::Fresh) {
@@ -262,7 +282,7 @@ void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {
 
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                          const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
-    if (p.mode != Mode::Adaptive) return;
+    if (!learns(s, p)) return;
     if (s.get_phase() == Phase::Fresh) {
         if (!o.spun && !o.watched) return;
         // Watched: a spin with the budget it would have had catches the

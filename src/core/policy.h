@@ -21,6 +21,7 @@ struct PolicyParams {
     std::uint64_t max_spin_ns = 50'000;  // spin_us: the budget (fixed) or ceiling (adaptive)
     int usable_cpus = 2;                 // nobody to spin for on one CPU
     bool oversubscribed = false;         // more runnable tasks than CPUs: spinning steals
+    bool thread_off = false;             // the calling thread never spins (pipespin.h)
 };
 
 // What happened around one wait, reported after the real call returned.
@@ -58,18 +59,35 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                 \
     X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")
 
+// The program's hint for one direction of a fd (pipespin_fd_hint() in
+// include/pipespin/pipespin.h), as PolicyState::hint holds it: 0 none (the
+// policy decides), kHintNever, or a spin budget in ns (at least 1000: never
+// SpinPolicy::kWatchOnly).
+inline constexpr std::uint32_t kHintNone = 0;
+inline constexpr std::uint32_t kHintNever = UINT32_MAX;
+inline constexpr std::uint32_t kHintMaxNs = 1'000'000'000;  // 1 s, as spin_us
+
 // All zero is a fresh fd's state: zero pages need no initialisation.
 struct PolicyState {
 #define PIPESPIN_FIELD(type, name, what) std::atomic<type> name{0};
     PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
 #undef PIPESPIN_FIELD
+    // Not learnt but told: the program's hint (kHintNone, kHintNever or a
+    // budget in ns). A hinted fd is steered by its hint alone: the policy
+    // neither decides nor learns for it.
+    std::atomic<std::uint32_t> hint{kHintNone};
 
-    // Back to a fresh fd's state. Stores only fields that are not zero
-    // already: after fork() each store into a page shared with the parent
-    // is a copy-on-write fault.
+    // Back to a fresh fd's state, hint included (a close). Stores only
+    // fields that are not zero already: after fork() each store into a page
+    // shared with the parent is a copy-on-write fault.
     void reset() noexcept;
-    // What another fd learnt (a dup of it: the same file).
+    // What another fd learnt and was told (a dup of it: the same file).
     void copy_from(const PolicyState& o) noexcept;
+    // Forgets what was learnt, keeps the hint (new settings; a new hint).
+    void relearn() noexcept;
+    // Sets the hint; a change starts the learning afresh, so that the
+    // policy, when it decides again, decides from what it sees from then on.
+    void set_hint(std::uint32_t h) noexcept;
     Phase get_phase() const noexcept {
         return static_cast<Phase>(phase.load(std::memory_order_relaxed));
     }
@@ -158,6 +176,9 @@ public:
     // Budget in ns for the next wait on this fd; 0 means call the real
     // function at once, without even a look; kWatchOnly, see above. `lane`
     // is the fd's origin and direction in the process's FreshPrior.
+    // Precedence, first match: nothing spins (mode off, spin_us 0, one CPU)
+    // or the thread is switched off: 0; the fd's hint; the mode (fixed: the
+    // budget; adaptive: what the fd learnt).
     static std::uint64_t budget_ns(const PolicyState& s, const PolicyParams& p,
                                    const WakeEstimate& wake, const FreshPrior::Lane& lane) noexcept;
     // How long a spin may run here now (the budget of a spinning phase).
@@ -175,6 +196,12 @@ public:
     // (and counts nothing) in a measuring epoch, whose cost needs the bytes
     // the call moves: on_call() after the real call then counts it.
     static bool count_early(PolicyState& s, const PolicyParams& p) noexcept;
+    // Whether a spin must first find a CPU free for the peer (the caller's
+    // look at the run queue): in adaptive mode, unless the fd is hinted
+    // (a hint says how to wait whatever the load, as fixed mode does).
+    static bool needs_free_cpu(const PolicyState& s, const PolicyParams& p) noexcept {
+        return p.mode == Mode::Adaptive && s.hint.load(std::memory_order_relaxed) == kHintNone;
+    }
     // A wait could not spin because no CPU is free for the peer: do not
     // spin (nor look at the run queue again) on this fd for the rest of the
     // epoch.

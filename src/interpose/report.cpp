@@ -8,11 +8,17 @@
 
 #include "interpose/real.h"
 #include "platform/sys.h"
+#include "report/log_abi.h"
 
 namespace pipespin::report {
 namespace {
 
-using LogFn = int (*)(int, int, const char*) noexcept;
+// The message library's contract (report/log_abi.h): its levels are ours.
+using log_abi::LogFn;
+static_assert(static_cast<int>(LogLevel::Error) == log_abi::kError &&
+              static_cast<int>(LogLevel::Warn) == log_abi::kWarn &&
+              static_cast<int>(LogLevel::Info) == log_abi::kInfo &&
+              static_cast<int>(LogLevel::Debug) == log_abi::kDebug);
 
 std::atomic<std::uint32_t> g_level{static_cast<std::uint32_t>(LogLevel::Warn)};
 std::atomic<int> g_warnings{0};
@@ -40,7 +46,7 @@ LogFn sink() noexcept {
             handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         }
     }
-    if (handle != nullptr) g_sink = reinterpret_cast<LogFn>(dlsym(handle, "pipespin_log_fd_v1"));
+    if (handle != nullptr) g_sink = reinterpret_cast<LogFn>(dlsym(handle, log_abi::kEntryName));
     g_state.store(g_sink != nullptr ? 1 : 2, std::memory_order_release);
     return g_sink;
 }

@@ -3,8 +3,8 @@
 // out of libpipespin.so keeps every wrapped process's start-up cheap: most
 // processes never load this library.
 //
-// Contract: exports exactly pipespin_log_fd_v1 and pipespin_log_v1 (the same
-// to stderr); never throws into the caller.
+// Contract: src/report/log_abi.h (exports exactly its entry point; never
+// throws into the caller).
 #include <spdlog/details/log_msg.h>
 #include <spdlog/pattern_formatter.h>
 #include <unistd.h>
@@ -12,8 +12,13 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <type_traits>
+
+#include "report/log_abi.h"
 
 namespace {
+
+namespace abi = pipespin::log_abi;
 
 // Formats "pipespin: <level>: <text>" lines. The shim owns the destination
 // (stderr or the log file, see log_file) and hands over a fd per message.
@@ -41,13 +46,13 @@ bool write_all(int fd, const char* p, std::size_t n) {
 
 spdlog::level::level_enum to_spdlog(int level) {
     switch (level) {
-        case 1:
+        case abi::kError:
             return spdlog::level::err;
-        case 2:
+        case abi::kWarn:
             return spdlog::level::warn;
-        case 3:
+        case abi::kInfo:
             return spdlog::level::info;
-        case 4:
+        case abi::kDebug:
             return spdlog::level::debug;
         default:
             return spdlog::level::off;
@@ -56,10 +61,9 @@ spdlog::level::level_enum to_spdlog(int level) {
 
 }  // namespace
 
-// level: 1 error, 2 warn, 3 info, 4 debug (pipespin::LogLevel). One write
-// per line, so lines from several processes appending to one file do not
-// interleave. Returns 0, or -1 if nothing could be written.
-extern "C" __attribute__((visibility("default"))) int pipespin_log_fd_v1(
+// One write per line, so lines from several processes appending to one file
+// do not interleave. Returns 0, or -1 if nothing could be written.
+extern "C" __attribute__((visibility("default"))) int PIPESPIN_LOG_ENTRY(
     int fd, int level, const char* message) noexcept {
     try {
         spdlog::details::log_msg msg("pipespin", to_spdlog(level), message);
@@ -74,9 +78,5 @@ extern "C" __attribute__((visibility("default"))) int pipespin_log_fd_v1(
         return -1;
     }
 }
-
-// The first interface: to stderr.
-extern "C" __attribute__((visibility("default"))) int pipespin_log_v1(
-    int level, const char* message) noexcept {
-    return pipespin_log_fd_v1(2, level, message);
-}
+static_assert(std::is_same_v<decltype(&PIPESPIN_LOG_ENTRY), abi::LogFn>,
+              "the entry point has the type log_abi.h gives it");

@@ -51,9 +51,15 @@ case_layout() {
   for f in "$p/bin/pipespin" "$lib/libpipespin.so" "$lib/libpipespin-log.so" \
     "$p/share/man/man1/pipespin.1.gz" "$p/share/man/man5/pipespin.conf.5.gz" \
     "$p/share/doc/pipespin/preload.conf.example" \
-    "$p/share/bash-completion/completions/pipespin"; do
+    "$p/share/bash-completion/completions/pipespin" \
+    "$p/include/pipespin/pipespin.h" "$p/share/pkgconfig/pipespin.pc" \
+    "$p/share/cmake/pipespin/pipespin-config.cmake" \
+    "$p/share/cmake/pipespin/pipespin-config-version.cmake" \
+    "$p/share/cmake/pipespin/pipespin-targets.cmake"; do
     [ -f "$f" ] || fail "not installed: $f"
   done
+  # The .pc names the prefix installed to (tests/api builds against it).
+  expect_in "$p/share/pkgconfig/pipespin.pc" "prefix=$p"
   [ -x "$p/bin/pipespin" ] || fail "bin/pipespin is not executable"
   [ "$(stat -c %a "$lib/libpipespin.so")" = 644 ] || fail "libpipespin.so is not mode 644"
   # Not a system prefix: the admin's /etc is not touched, nor P/etc created.
