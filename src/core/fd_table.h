@@ -102,7 +102,7 @@ using Classifier = std::uint32_t (*)(int fd) noexcept;
 
 // 512 fds: their class words (one page), which of them have been pipes, and
 // their pipe state (backed page by page as it is written).
-struct alignas(4096) FdBlock {
+struct alignas(64) FdBlock {
     static constexpr int kShift = 9;
     static constexpr int kFds = 1 << kShift;
     std::atomic<std::uint64_t> cls[kFds];

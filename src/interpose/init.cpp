@@ -76,7 +76,6 @@ __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
     Options options;
     OptionSources sources;
-    stats_start();
     resolve_startup_options(options, sources);
     char line[256];
     const Arm arm = apply_options(options, sources);

@@ -66,6 +66,14 @@ std::uint64_t unix_us() noexcept {
            static_cast<std::uint64_t>(ts.tv_nsec) / 1000u;
 }
 
+void copy_program_name() noexcept {
+    const char* name = program_invocation_short_name;
+    std::size_t n = 0;
+    if (name != nullptr)
+        for (; name[n] != '\0' && n + 1 < sizeof g_program; ++n) g_program[n] = name[n];
+    g_program[n] = '\0';
+}
+
 void mark_start() noexcept {
     g_pid = sys::raw(SYS_getpid);
     g_start_ns = sys::now_ns();
@@ -202,16 +210,6 @@ void warn_unwritable(const TextValue& dest, int err) noexcept {
 
 }  // namespace
 
-void stats_start() noexcept {
-    // The pid and the clock wait until lines (or an A/B draw) need them
-    // (stats_resolve()): most processes never write a line.
-    const char* name = program_invocation_short_name;
-    std::size_t n = 0;
-    if (name != nullptr)
-        for (; name[n] != '\0' && n + 1 < sizeof g_program; ++n) g_program[n] = name[n];
-    g_program[n] = '\0';
-}
-
 void stats_after_fork() noexcept {
     // A new process with its own counters (the engine's after_fork_child())
     // and clock. It keeps its parent's arm: it goes on running the same
@@ -244,6 +242,7 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
         // a forked child without a fork handler, that includes its
         // parent's counts).
         mark_start();
+        copy_program_name();
         if (g_ready.load(std::memory_order_acquire)) fd_table().new_process();
     } else if (g_pid == 0) {
         g_pid = sys::raw(SYS_getpid);  // for the arm's draw

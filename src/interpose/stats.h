@@ -24,9 +24,6 @@
 
 namespace pipespin::interpose {
 
-// At start-up, before anything else here: the process's pid, program name
-// and start time.
-void stats_start() noexcept;
 // In a child after fork(): its own pid and start time, if lines are on.
 void stats_after_fork() noexcept;
 

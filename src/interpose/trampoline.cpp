@@ -13,11 +13,13 @@
 #include "interpose/trampoline.h"
 
 #include "core/signals.h"
+#include "platform/sys.h"
 
 namespace pipespin::interpose {
 
-constinit std::atomic<void*> g_plain_handlers[kSigSlots] = {};
-constinit std::atomic<void*> g_info_handlers[kSigSlots] = {};
+// Written when a handler is installed, read when one runs: no start-up page.
+PIPESPIN_COLD constinit std::atomic<void*> g_plain_handlers[kSigSlots] = {};
+PIPESPIN_COLD constinit std::atomic<void*> g_info_handlers[kSigSlots] = {};
 
 }  // namespace pipespin::interpose
 
