@@ -67,11 +67,16 @@ void next_epoch_from_scratch(PolicyState& s) noexcept {
     s.epoch_waits.store(0, kRelaxed);
 }
 
-// A fresh fd has had its first waits: its own experiment starts, with
-// spinning first if one of those waits was (or would have been) caught.
+// A fresh fd has had its first waits: its own experiment starts at once,
+// spinning first, if one of those waits was (or would have been) caught;
+// otherwise after a shortest run of not spinning (a sparse peer's fd then
+// pays its first spins epochs later, if it lives that long).
 void leave_fresh(PolicyState& s) noexcept {
     next_epoch_from_scratch(s);
-    start_phase(s, s.fresh_hits.load(kRelaxed) != 0 ? Phase::TrySpin : Phase::TryPlain, 0);
+    if (s.fresh_hits.load(kRelaxed) != 0)
+        start_phase(s, Phase::TrySpin, 0);
+    else
+        decide(s, false);  // its waits were long: a run of not spinning before it measures
 }
 
 // One more call on a fresh fd (the Fresh phase counts calls, never time).

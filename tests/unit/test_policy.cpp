@@ -430,7 +430,8 @@ TEST_CASE("a fresh fd's experiment starts with what its own first waits said", "
     sim.new_fd();
     sim.call(Step{2'000 * kUs, 1});
     sim.call(Step{2'000 * kUs, 1});
-    CHECK(sim.s.get_phase() == Phase::TryPlain);  // neither was short: measure plain first
+    CHECK(sim.s.get_phase() == Phase::Plain);  // neither was short: a run of not spinning first
+    CHECK(sim.s.exploit_left.load() == SpinPolicy::kExploitMin);
     sim.new_fd();
     sim.call(Step{2'000 * kUs, 1});
     sim.call(kShort);
