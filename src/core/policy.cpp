@@ -7,10 +7,17 @@ namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
+// What a (measuring or exploit) epoch counts about its spins.
+void new_epoch_of_spins(PolicyState& s) noexcept {
+    s.long_waits.store(0, kRelaxed);
+    s.close_misses.store(0, kRelaxed);
+    s.epoch_hit.store(0, kRelaxed);
+}
+
 void start_phase(PolicyState& s, Phase phase, std::uint16_t exploit_epochs) noexcept {
     s.phase.store(static_cast<std::uint8_t>(phase), kRelaxed);
     s.exploit_left.store(exploit_epochs, kRelaxed);
-    s.long_waits.store(0, kRelaxed);
+    new_epoch_of_spins(s);
 }
 
 // Cost of an epoch in ns per KiB moved: lower is better.
@@ -44,7 +51,7 @@ void end_exploit_epoch(PolicyState& s) noexcept {
     const std::uint16_t left = s.exploit_left.load(kRelaxed);
     if (left > 1) {
         s.exploit_left.store(left - 1, kRelaxed);
-        s.long_waits.store(0, kRelaxed);
+        new_epoch_of_spins(s);
     } else {
         start_phase(s, Phase::TrySpin, 0);  // ask again: the workload may have changed
     }
@@ -300,13 +307,30 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     }
     if (!o.spun) return;
     note_wait(s);
-    if (o.spin_hit) return;
+    if (o.spin_hit) {
+        s.epoch_hit.store(1, kRelaxed);
+        return;
+    }
     wake.observe(o.block_ns, p.max_spin_ns);
-    // The peer took far longer than the spin: spinning on this fd only burns
-    // CPU. After a few such waits stop spinning for the rest of the epoch;
-    // if spinning had won, give not spinning its turn right away.
-    if (o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1)) {
-        const std::uint8_t n = s.long_waits.load(kRelaxed) + 1;
+    // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
+    // longer than the spin: spinning on this fd only burns CPU. Or the peer
+    // answered as soon as the spin gave up (the real call blocked for less
+    // than the spin had lasted), again and again without a hit: it needs
+    // this thread's CPU (the scheduler put both ends on one), and a spin
+    // only keeps it from running. After a few such waits stop spinning for
+    // the rest of the epoch; if spinning had won, give not spinning its turn
+    // right away.
+    const bool long_wait =
+        o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
+    bool close_miss_limit = false;
+    if (!long_wait && o.block_ns < o.spin_ns) {
+        const std::uint8_t c = s.close_misses.load(kRelaxed);
+        if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
+        close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;
+    }
+    if (long_wait || close_miss_limit) {
+        const std::uint8_t n =
+            close_miss_limit ? kLongWaitLimit : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
         s.long_waits.store(n, kRelaxed);
         if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             s.exploit_len.store(kExploitMin, kRelaxed);

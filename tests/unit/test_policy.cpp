@@ -38,6 +38,10 @@ struct Sim {
     std::uint64_t wake_ns = 20 * kUs;
     std::uint64_t call_ns = 1 * kUs;
     std::uint64_t spins = 0, calls = 0, max_budget = 0, watched = 0;
+    // The peer needs this thread's CPU (the scheduler put both ends on
+    // one): it cannot run while this thread spins, so a spin always misses
+    // and the peer answers right after it gave up.
+    bool colocated = false;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
 
     Sim() { g_now = 1'000'000; }
@@ -77,7 +81,11 @@ struct Sim {
             WaitObservation o;
             o.spun = true;
             o.budget_ns = budget;
-            if (st.wait_ns <= budget) {
+            if (colocated) {
+                o.spin_ns = budget;
+                o.block_ns = st.wait_ns + wake_ns + call_ns;
+                g_now += o.spin_ns + o.block_ns;
+            } else if (st.wait_ns <= budget) {
                 o.spin_hit = true;
                 o.spin_ns = st.wait_ns;
                 g_now += st.wait_ns + call_ns;
@@ -440,4 +448,40 @@ TEST_CASE("a fresh fd's experiment starts with what its own first waits said", "
     sim.new_fd();
     sim.run(SpinPolicy::kEarlyCalls, Step{0, 100});
     CHECK(sim.s.get_phase() == Phase::Plain);
+}
+
+// ---- a peer on this thread's CPU (issue 15) --------------------------------
+
+TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses it answered at once",
+          "[policy][colocated]") {
+    // Python's os.pipe ping-pong with both ends on one CPU: a plain round
+    // trip is a direct switch (~2-3 µs); a spin holds the CPU the peer
+    // needs, misses, and the peer answers as soon as it stops.
+    Sim sim;
+    sim.colocated = true;
+    sim.wake_ns = 1 * kUs;  // a switch on the same CPU
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const Step peer{2 * kUs, 1};
+    // Within one measuring epoch: kCloseMissLimit spins, then none.
+    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == SpinPolicy::kCloseMissLimit);
+    // In the long run: kCloseMissLimit spins per measuring pair, and the
+    // pairs come round after 4, 8, ... 64 epochs of not spinning.
+    const std::uint64_t epochs = 400;
+    const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
+    CAPTURE(spun);
+    CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+}
+
+TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[policy][colocated]") {
+    // One answer in ten comes after the budget, and right after it: a close
+    // miss among hits, not a peer that needs this CPU.
+    Sim sim;
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<int> late(0, 9);
+    auto step = [&] { return late(rng) == 0 ? Step{60 * kUs, 1} : kShort; };
+    for (int i = 0; i < 40 * static_cast<int>(SpinPolicy::kEpochCalls); ++i) sim.call(step());
+    const std::uint64_t before = sim.spins;
+    const int n = 100 * static_cast<int>(SpinPolicy::kEpochCalls);
+    for (int i = 0; i < n; ++i) sim.call(step());
+    CHECK(sim.spins - before > static_cast<std::uint64_t>(n) * 8 / 10);
 }
