@@ -225,11 +225,17 @@ void settle(int sig) {
     if (real_sigaction(sig, nullptr, &cur) != 0) return;
     note_installed(sig, cur);  // SA_RESETHAND may have put SIG_DFL in place of ours
     if (!target(sig, cur, want)) return;
+    // What the install should replace: the action read, then the one this
+    // loop put in place itself.
+    struct sigaction expect = cur;
     for (int tries = 0; tries < 16; ++tries) {
         struct sigaction prev {};
         if (real_sigaction(sig, &want, &prev) != 0) return;
         note_installed(sig, want);
-        if (same_action(prev, cur)) return;
+        if (same_action(prev, expect)) return;
+        // `prev` came in between: the program's latest word, which `want`
+        // just replaced. Put it back, wrapped or not.
+        expect = want;
         cur = prev;
         if (!target(sig, cur, want)) want = cur;
     }
@@ -318,6 +324,17 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
             settle(sig);
         }
         return r;
+    }
+    // A query, or an action that is no function (SIG_DFL, SIG_IGN): nothing
+    // to publish, one system call and no lock (shells install these by the
+    // dozen around every fork). A sweep racing it sees a raw install, which
+    // settle() keeps; a trampoline in `old` means the handler the table holds.
+    if (act == nullptr || !is_function(*act)) {
+        const int r = real_sigaction(sig, act, old);
+        if (r != 0) return r;
+        if (act != nullptr) note_installed(sig, *act);
+        if (old != nullptr) Saved::of(sig).show_own(*old);
+        return 0;
     }
     // Read the caller's struct before the lock (a bad pointer faults here,
     // as in libc, and not with every signal blocked).
