@@ -48,8 +48,40 @@ const void* self() noexcept {
 
 }  // namespace
 
+namespace {
+
+void* find_next(std::size_t i, bool may_ask_dlsym) noexcept;
+
+// What the forked child of a process that makes pipes calls where its
+// parent may never have: it wires the pipe (dup2, close, fcntl), execs,
+// exits. A name resolved in the parent is inherited by every child; one
+// resolved in the child costs each child the look-up, page faults on
+// libc's symbol tables (they are mapped afresh in a child) and a
+// copy-on-write of the page of the slot: 7 of the page faults of each
+// iteration of a shell's $(...) loop, where only the child calls dup2.
+constexpr Hook kForChildren[] = {
+    Hook::read,  Hook::write,  Hook::close, Hook::dup,    Hook::dup2,   Hook::dup3,
+    Hook::fcntl, Hook::close_range, Hook::sigaction, Hook::execve, Hook::execv, Hook::execvp,
+    Hook::execvpe, Hook::execl, Hook::execle, Hook::execlp, Hook::_exit};
+
+void resolve_for_children() noexcept {
+    for (const Hook c : kForChildren) {
+        const auto j = static_cast<std::size_t>(c);
+        if (kSlots[j]->load(std::memory_order_relaxed) == nullptr) (void)find_next(j, false);  // no dlsym from inside pipe()
+    }
+}
+
+}  // namespace
+
 void* resolve_hook(Hook h) noexcept {
-    const auto i = static_cast<std::size_t>(h);
+    void* p = find_next(static_cast<std::size_t>(h), true);
+    if (h == Hook::pipe || h == Hook::pipe2) resolve_for_children();
+    return p;
+}
+
+namespace {
+
+void* find_next(std::size_t i, bool may_ask_dlsym) noexcept {
     void* p = nullptr;
     int state = g_next_state.load(std::memory_order_acquire);
     if (state == 0 && g_next_state.compare_exchange_strong(state, 1, std::memory_order_acq_rel)) {
@@ -65,9 +97,11 @@ void* resolve_hook(Hook h) noexcept {
         const NextSymbols mine(self());
         p = mine.find(kNames[i]);
     }
-    if (p == nullptr) p = dlsym(RTLD_NEXT, kNames[i]);  // not answered there (an IFUNC, say)
+    if (p == nullptr && may_ask_dlsym) p = dlsym(RTLD_NEXT, kNames[i]);  // not answered there (an IFUNC, say)
     if (p != nullptr) kSlots[i]->store(p, std::memory_order_release);
     return p;
 }
+
+}  // namespace
 
 }  // namespace pipespin::interpose

@@ -51,6 +51,7 @@
 
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/single_threaded.h>
 
 #include <atomic>
 #include <cerrno>
@@ -73,8 +74,9 @@ namespace {
 // Handlers are wrapped (something can spin). Written only by
 // configure_signals(), under the lock.
 std::atomic<bool> g_armed{false};
-// Bit sig - 1: the shim installed a trampoline for sig (maybe since reset
-// to SIG_DFL by SA_RESETHAND). Written under the lock.
+// Bit sig - 1: the shim installed a trampoline for sig at some time (maybe
+// replaced since, by the program or by SA_RESETHAND): a superset of the
+// signals that may hold one.
 std::atomic<std::uint64_t> g_wrapped{0};
 sys::ProcessLock g_lock;
 // Signals siginterrupt() asked to interrupt system calls: signal() then
@@ -83,6 +85,17 @@ std::atomic<std::uint64_t> g_sigintr{0};
 
 constexpr std::uint64_t bit_of(int sig) {
     return 1ull << (sig - 1);
+}
+
+// Sets or clears sig's bit, writing only if it changes (a write after a
+// fork is a copy-on-write fault on the page).
+void set_bit(std::atomic<std::uint64_t>& word, int sig, bool on) {
+    const std::uint64_t bit = bit_of(sig);
+    if (((word.load(std::memory_order_relaxed) & bit) != 0) == on) return;
+    if (on)
+        word.fetch_or(bit, std::memory_order_relaxed);
+    else
+        word.fetch_and(~bit, std::memory_order_relaxed);
 }
 
 // The signals the shim never wraps: those without handlers, and glibc's
@@ -138,12 +151,7 @@ struct Saved {
         g_info_handlers[sig].store(info, std::memory_order_release);
         set_restart(sig, restart);
     }
-    static void set_restart(int sig, bool on) {
-        if (on)
-            g_restart_bits.fetch_or(bit_of(sig), std::memory_order_relaxed);
-        else
-            g_restart_bits.fetch_and(~bit_of(sig), std::memory_order_relaxed);
-    }
+    static void set_restart(int sig, bool on) { set_bit(g_restart_bits, sig, on); }
     // What the program installed, where the kernel shows a trampoline.
     void show_own(struct sigaction& sa) const {
         if (handler_of(sa) == reinterpret_cast<void*>(pipespin_trampoline_plain))
@@ -153,30 +161,40 @@ struct Saved {
     }
 };
 
-// Before the trampoline for this handler can be delivered to.
+// Before the trampoline for this handler can be delivered to. Written only
+// when it changes: a shell installs the same handlers around every fork, and
+// each write after a fork is a copy-on-write fault on the page.
 void publish(int sig, const struct sigaction& own) {
-    slot(sig, own.sa_flags).store(handler_of(own), std::memory_order_release);
+    std::atomic<void*>& s = slot(sig, own.sa_flags);
+    if (s.load(std::memory_order_relaxed) != handler_of(own))
+        s.store(handler_of(own), std::memory_order_release);
     Saved::set_restart(sig, (own.sa_flags & SA_RESTART) != 0);
 }
 
+// Only ever sets: g_wrapped is a superset, and a bit left over costs a sweep
+// one look at the kernel's action, while a shell that puts SIG_DFL in place
+// of its handler and back around every fork would write the page each time.
 void note_installed(int sig, const struct sigaction& sa) {
-    if (is_trampoline(sa))
-        g_wrapped.fetch_or(bit_of(sig), std::memory_order_relaxed);
-    else
-        g_wrapped.fetch_and(~bit_of(sig), std::memory_order_relaxed);
+    if (is_trampoline(sa)) set_bit(g_wrapped, sig, true);
 }
 
 // Serialises installs and sweeps. Held only with every signal blocked on
-// the holder's thread, so no handler can run there and wait for it.
+// the holder's thread, so no handler can run there and wait for it. In a
+// process that never started a thread (glibc's __libc_single_threaded: a
+// shell, most short-lived processes) blocking the signals is the whole
+// of it: nothing else can run the shim's code meanwhile, and the lock's
+// getpid and its write (after a fork, a copy-on-write fault on the page) are
+// saved.
 class Lock {
 public:
     Lock() noexcept {
         const std::uint64_t all = ~0ull;
         sys::change_sigmask(SIG_SETMASK, &all, &saved_);
-        g_lock.lock();
+        locked_ = __libc_single_threaded == 0;
+        if (locked_) g_lock.lock();
     }
     ~Lock() {
-        g_lock.unlock();
+        if (locked_) g_lock.unlock();
         sys::change_sigmask(SIG_SETMASK, &saved_, nullptr);
     }
     Lock(const Lock&) = delete;
@@ -184,6 +202,7 @@ public:
 
 private:
     std::uint64_t saved_ = 0;
+    bool locked_ = true;
 };
 
 bool same_action(const struct sigaction& a, const struct sigaction& b) {
@@ -383,15 +402,30 @@ void sweep_locked() {
     const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
     for (int sig = 1; sig < kSigSlots; ++sig)
         if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
+    // Disarmed, no trampoline is left (SigCgt covers any a failed install
+    // left behind): the next disarm has nothing to do.
+    if (!g_armed.load(std::memory_order_relaxed)) g_wrapped.store(0, std::memory_order_relaxed);
 }
 
-// The sweep that wraps what was installed before (or behind) the shim,
-// deferred to the first spin: only a spin needs it, and most processes
-// never spin (it reads /proc/self/status and takes the lock).
+// Spinning may start: the handlers are wrapped from the first spin on,
+// not before. Until then nothing needs a trampoline (only a spin asks
+// whether a handler ran), and most processes never spin: a shell's
+// fresh pipes are watched, not spun (docs/policy.md, part 0), while it
+// installs and resets handlers around every fork (four function installs
+// per $(...), each costing two signal-mask system calls while wrapped).
+// Written under the lock or by the first configure.
+std::atomic<bool> g_arm_at_spin{false};
+
+// The first spin: arm, and wrap what was installed before, by any means
+// (it reads /proc/self/status and takes the lock).
 void sweep_before_spin() noexcept {
     set_spin_hook(nullptr);
     if (!resolve_sigaction()) return;
     Lock lock;
+    // A concurrent install re-checks g_armed after its call and wraps its
+    // handler itself; the sweep wraps the rest.
+    if (g_arm_at_spin.exchange(false, std::memory_order_relaxed))
+        g_armed.store(true, std::memory_order_seq_cst);
     if (g_armed.load(std::memory_order_relaxed)) sweep_locked();
 }
 
@@ -400,21 +434,16 @@ void sweep_before_spin() noexcept {
 namespace pipespin::interpose {
 
 void configure_signals(bool may_spin) noexcept {
-    // The first configure is the constructor's: what it would have to wrap
-    // is only what was installed before the shim ran (rare), and most
-    // processes never spin, so that sweep waits for the first spin. A live
-    // reload sweeps at once (it is rare, and reads a file anyway).
-    static std::atomic<bool> started{false};
-    const bool at_start = !started.load(std::memory_order_relaxed);
-    if (at_start) started.store(true, std::memory_order_relaxed);
-    if (may_spin && at_start) {
-        // Installs from now on are wrapped as they come (a concurrent one
-        // re-checks g_armed after its call).
-        g_armed.store(true, std::memory_order_seq_cst);
+    // Not armed yet and spinning may start: arm at the first spin. Armed
+    // already (a live reload): sweep now, for what raw installs put behind
+    // the shim (a reload is rare, and reads a file anyway).
+    if (may_spin && !g_armed.load(std::memory_order_relaxed)) {
+        g_arm_at_spin.store(true, std::memory_order_relaxed);
         set_spin_hook(sweep_before_spin);
         return;
     }
     set_spin_hook(nullptr);
+    g_arm_at_spin.store(false, std::memory_order_relaxed);
     // Nothing to wrap or unwrap: no system call (mode off stays plain).
     if (!may_spin && !g_armed.load(std::memory_order_relaxed) &&
         g_wrapped.load(std::memory_order_relaxed) == 0)

@@ -19,8 +19,11 @@
 // during a spin and hands the kernel's view back reports its trampoline
 // (and SA_SIGINFO) instead of h1, so a program that saves and later restores
 // a handler ends up installing the trampoline as its own handler.
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 
+#include "pipespin/pipespin.h"
 #include "rel.h"
 
 // glibc exports them; its header declares them only for some feature
@@ -118,11 +121,32 @@ void pair(const struct sigaction& a, const struct sigaction& b, int ran_a, int r
     expect_same(old, b, line);
 }
 
+// The shim wraps handlers from a process's first spin on (README, "Signal
+// handlers"): one poll on an empty pipe with a read hint spins where the
+// configuration lets anything spin, so that every check below meets the
+// wrapped path there. True when handlers are then wrapped: fixed and
+// adaptive, with two usable CPUs (with one, nothing spins).
+bool spin_once() {
+    int p[2];
+    make_pipe(p);
+    const int hinted = pipespin_fd_hint(p[0], PIPESPIN_READ, 1000);
+    pollfd pfd{p[0], POLLIN, 0};
+    CHECK_EQ(poll(&pfd, 1, 2), 0);
+    close(p[0]);
+    close(p[1]);
+    cpu_set_t set;
+    CHECK_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    const bool spins = config() == Config::Fixed || config() == Config::Adaptive;
+    if (spins) CHECK_EQ(hinted, 0);
+    return spins && CPU_COUNT(&set) >= 2;
+}
+
 }  // namespace
 
 int main() {
     announce_main_pid();
     const int sig = SIGUSR1;
+    const bool wraps = spin_once();
 
     PROGRESS("sigaction: plain/SA_SIGINFO handler pairs");
     struct sigaction p1 = plain(h1, SA_RESTART), p2 = plain(h2, SA_NODEFER);
@@ -198,6 +222,8 @@ int main() {
             std::uint64_t mask;
         } k{};
         CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
+        // The kernel holds a trampoline exactly where something spun.
+        CHECK_EQ(k.handler != reinterpret_cast<void*>(sa.sa_handler), wraps);
         const struct sigaction ign = plain(SIG_IGN, 0);
         CHECK_EQ(sigaction(sig, &ign, nullptr), 0);
         struct sigaction back {};

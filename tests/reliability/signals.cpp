@@ -31,7 +31,9 @@
 //     file turns to adaptive, then (next round) fixed (1 s budget); 50
 //     trials; the file turns back to off; 50 trials. After each reload the
 //     helper waits, with poll(1 ms) calls on an empty pipe (each one gives the
-//     shim a chance to look at the file), until the kernel holds what the
+//     shim a chance to look at the file; the pipe has a 1 ms read hint, so
+//     that each poll spins where the mode lets it: the shim wraps handlers
+//     from a process's first spin on), until the kernel holds what the
 //     mode asks for: a trampoline in front of the handler while something
 //     can spin, the program's own handler in off (read back with a raw
 //     rt_sigaction; the program's own view, through sigaction(), must always
@@ -63,6 +65,7 @@
 #include <string_view>
 #include <thread>
 
+#include "pipespin/pipespin.h"
 #include "rel.h"
 
 using namespace rel;
@@ -450,6 +453,9 @@ int reload_case(Op op) {
     }
     int empty[2];
     make_pipe(empty);
+    // Each wait for a reload spins where the mode lets it (the first spin
+    // wraps the handlers).
+    CHECK_EQ(pipespin_fd_hint(empty[0], PIPESPIN_READ, 1000), 0);
     auto phases = [&](const Variant& v, const char* mode) {
         PROGRESS("installed in mode off, then %s", mode);
         install_variant(v);
