@@ -1051,6 +1051,10 @@ void count_wait(const Plan& plan, long result, bool watched) noexcept {
     } else {
         return;
     }
+    // The histograms are read only by statistics lines: without them, no
+    // write (a process-wide page that a forking parent would copy once per
+    // child).
+    if (!g_runtime.count_bytes.load(std::memory_order_relaxed)) return;
     g_table.process().count_wait(plan.kind, plan.stat_dir, end, ns);
 }
 

@@ -146,8 +146,11 @@ void PolicyState::set_hint(std::uint32_t h) noexcept {
 }
 
 void FreshPrior::Lane::observe(bool would_hit) noexcept {
+    // Written only when it changes: a shell's parent sits at the floor,
+    // and a write after each fork is a copy-on-write fault on the page.
     const int v = score.load(kRelaxed) + (would_hit ? kHitGain : -kMissCost);
-    score.store(static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)), kRelaxed);
+    store_if_changed<std::int8_t>(score,
+                                  static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)));
 }
 
 void FreshPrior::reset() noexcept {
@@ -167,7 +170,7 @@ void WakeEstimate::observe(std::uint64_t block_ns, std::uint64_t ceiling_ns) noe
     const std::uint64_t sample = std::max<std::uint64_t>(std::min(block_ns, ceiling_ns), 1);
     std::uint64_t v = ns_.load(kRelaxed);
     std::uint64_t next = v == 0 ? sample : v - v / 8 + sample / 8;
-    ns_.store(std::max<std::uint64_t>(next, 1), kRelaxed);
+    store_if_changed<std::uint64_t>(ns_, std::max<std::uint64_t>(next, 1));
 }
 
 std::uint64_t SpinPolicy::spin_ns(const PolicyParams& p, const WakeEstimate& wake) noexcept {

@@ -54,7 +54,7 @@ constexpr std::uint64_t kSlept = 1'000'000;  // the real call "slept" 1 ms
 }  // namespace
 
 TEST_CASE("waits: a spin that missed is a miss, lasting the spin and the sleep", "[waits]") {
-    PipeFixture p(Mode::Fixed, 1);
+    PipeFixture p(Mode::Fixed, 1, with_stats());
     const WaitHist before = reads(WaitEnd::Miss);
     const std::uint64_t hits = reads(WaitEnd::Hit).count();
     char c;
@@ -119,7 +119,7 @@ TEST_CASE("waits: with statistics lines on, a call made without a look is timed"
 }
 
 TEST_CASE("waits: a watched wait is a plain wait, however short", "[waits][fresh]") {
-    PipeFixture p(Mode::Adaptive, 1000000);
+    PipeFixture p(Mode::Adaptive, 1000000, with_stats());
     FreshPrior::Lane& lane = runtime().prior.lane(Origin::Made, 0);
     lane.score.store(0);
     const std::uint64_t before = reads(WaitEnd::Plain).count();
@@ -129,6 +129,21 @@ TEST_CASE("waits: a watched wait is a plain wait, however short", "[waits][fresh
     after_call(plan, 1);
     CHECK(reads(WaitEnd::Plain).count() == before + 1);
     lane.score.store(0);
+}
+
+// Only statistics lines read the histograms; without them a wait writes
+// nothing process-wide (a forking parent would copy the page per child).
+TEST_CASE("waits: without statistics lines the histograms are left alone", "[waits]") {
+    PipeFixture p(Mode::Fixed, 1);
+    const std::uint64_t before = reads(WaitEnd::Miss).count();
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    REQUIRE(plan.obs.spun);
+    REQUIRE_FALSE(plan.obs.spin_hit);
+    plan.t_call -= kSlept;
+    after_call(plan, 1);
+    CHECK(reads(WaitEnd::Miss).count() == before);
+    CHECK(p.reader().spins.load() - p.reader().spin_hits.load() == 1);  // the wait was counted
 }
 
 namespace {
