@@ -22,7 +22,7 @@
 #include <random>
 #include <string>
 
-#include "common.h"
+#include "../support/helpers.h"
 
 namespace {
 

@@ -4,9 +4,9 @@
 // writer's id and sequence number) and each writer's records in order.
 #include <vector>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

@@ -3,9 +3,9 @@
 // data arrive intact and in order; likewise the other way round.
 #include <vector>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

@@ -30,30 +30,21 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import case_util  # noqa: E402
 import validate_stats  # noqa: E402
+from case_util import check, clean_env, fail  # noqa: E402
 
 case, lib, helper, pipespin = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3], sys.argv[4]
+case_util.case = case
 tmp = tempfile.mkdtemp(prefix="pipespin-compare.")
 stats = os.path.join(tmp, "stats.jsonl")
 FASTER, NONE = "faster", "no significant difference"
 
 
-def fail(msg):
-    print(f"FAIL ({case}): {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
 def env(**kw):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PIPESPIN_") and k != "LD_PRELOAD"}
-    e.update(LD_PRELOAD=lib, PIPESPIN_STATS=stats, PIPESPIN_AB=50, PIPESPIN_AB_SEED=16,
-             PIPESPIN_MODE="fixed", PIPESPIN_SPIN_US=50)
-    e.update({k: str(v) for k, v in kw.items()})
-    return {k: str(v) for k, v in e.items()}
+    return clean_env(**{"LD_PRELOAD": lib, "PIPESPIN_STATS": stats, "PIPESPIN_AB": 50,
+                        "PIPESPIN_AB_SEED": 16, "PIPESPIN_MODE": "fixed", "PIPESPIN_SPIN_US": 50,
+                        **kw})
 
 
 def workload(name, arg, **kw):

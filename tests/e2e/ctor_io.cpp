@@ -1,10 +1,10 @@
 // Case ctor: pipe I/O from a library constructor, before the shim is
 // initialised, must work (ctor_io_lib.cpp checks it), and the pipe that
 // constructor created must keep working, in both processes, afterwards.
-#include "common.h"
+#include "../support/helpers.h"
 #include "ctor_io_lib.h"
 
-using namespace e2e;
+using namespace support;
 
 int main() {
     if (ctor_io_error()[0] != '\0') std::fprintf(stderr, "constructor: %s\n", ctor_io_error());

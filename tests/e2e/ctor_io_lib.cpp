@@ -6,7 +6,7 @@
 // the program to use once the shim is up.
 #include <cstdio>
 
-#include "common.h"
+#include "../support/helpers.h"
 #include "ctor_io_lib.h"
 
 namespace {

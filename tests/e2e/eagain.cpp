@@ -8,9 +8,9 @@
 
 #include <initializer_list>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -31,16 +31,7 @@ void expect_eagain(const char* how, int rfd, int wfd) {
     const std::uint64_t write_ns = now_ns() - start;
 
     // Nothing was lost or added on the way.
-    static char buf[PIPE_BUF];
-    size_t drained = 0;
-    for (;;) {
-        ssize_t r = read(rfd, buf, sizeof buf);
-        if (r < 0) break;
-        CHECK(r > 0);
-        drained += static_cast<size_t>(r);
-    }
-    CHECK_EQ(errno, EAGAIN);
-    CHECK_EQ(drained, filled);
+    CHECK_EQ(drain_until_eagain(rfd), filled);
 
     std::printf("%s: %d EAGAIN reads, %d EAGAIN writes\n", how, kCalls, kCalls);
     std::fprintf(stderr, "%s: mean %.1f us per EAGAIN read, %.1f us per EAGAIN write\n", how,

@@ -1,9 +1,9 @@
 // Case eof: when the last write end is closed, read returns the data still
 // queued and then 0, also for a reader that is already waiting (spinning or
 // blocked) when the writer closes.
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -44,19 +44,12 @@ void eof_waits_for_last_writer() {
 void writer_closes_while_reader_waits(int rounds) {
     for (int i = 0; i < rounds; ++i) {
         const bool with_data = i % 2 == 1;
-        int p[2], go[2];
+        int p[2];
         make_pipe(p);
-        make_pipe(go);
-        pid_t pid = spawn([&] {
-            close(p[0]);
-            close(go[1]);
-            wait_peer(go[0]);
+        const pid_t pid = spawn_on_go(p, 1, [&] {
             if (with_data) CHECK_EQ(write(p[1], "tail", 4), 4);
             CHECK_EQ(close(p[1]), 0);
         });
-        close(p[1]);
-        close(go[0]);
-        signal_peer(go[1]);
         char buf[64];
         if (with_data) {
             CHECK_EQ(read_full(p[0], buf, 4), 4);
@@ -65,7 +58,6 @@ void writer_closes_while_reader_waits(int rounds) {
         CHECK_EQ(read(p[0], buf, sizeof buf), 0);
         wait_ok(pid);
         close(p[0]);
-        close(go[1]);
     }
 }
 

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -61,23 +61,13 @@ void reader_closes_while_writer_waits(int rounds) {
     for (int i = 0; i < rounds; ++i) {
         static char chunk[2 * PIPE_BUF];
         const size_t n = i % 3 == 0 ? 1 : i % 3 == 1 ? PIPE_BUF : sizeof chunk;
-        int p[2], go[2];
+        int p[2];
         make_pipe(p);
-        make_pipe(go);
         fill(p[1]);
-        pid_t pid = spawn([&] {
-            close(p[1]);
-            close(go[1]);
-            wait_peer(go[0]);
-            CHECK_EQ(close(p[0]), 0);
-        });
-        close(p[0]);
-        close(go[0]);
-        signal_peer(go[1]);
+        const pid_t pid = spawn_on_go(p, 0, [&] { CHECK_EQ(close(p[0]), 0); });
         CHECK_ERRNO(write(p[1], chunk, n), EPIPE);
         wait_ok(pid);
         close(p[1]);
-        close(go[1]);
     }
 }
 

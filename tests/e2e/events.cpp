@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <sys/select.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 #include "timer.h"
 
 using namespace e2e;
@@ -219,17 +219,12 @@ void timeouts() {
 void interrupted() {
     EmptyPipe e;
     for (bool restart : {false, true}) {
-        install_alarm(restart);
         for (int way = 0; way < kWays; ++way) {
-            const int before = g_alarms;
-            arm_alarm(kAlarmUs);
             long long left = -1;
-            errno = 0;
             const int ms = way == kSelect && restart ? 10000 : -1;
-            const int r = wait_empty(static_cast<Way>(way), e.p[0], e.ep, ms, nullptr, &left);
-            const int err = errno;
-            arm_alarm(0);
-            CHECK_EQ(g_alarms, before + 1);
+            const auto [r, err] = with_alarm(restart, -1, nullptr, [&] {
+                return wait_empty(static_cast<Way>(way), e.p[0], e.ep, ms, nullptr, &left);
+            });
             CHECK_EQ(r, -1);
             CHECK_EQ(err, EINTR);
             // select counts the time it waited out of its timeval.
@@ -247,15 +242,14 @@ void on_usr1(int) {
 
 void masks() {
     EmptyPipe e;
-    install_alarm(false);
     sigset_t block_alrm;
     sigemptyset(&block_alrm);
     sigaddset(&block_alrm, SIGALRM);
     for (Way way : {kPselect, kPpoll, kEpollPwait, kEpollPwait2}) {
-        const int before = g_alarms;
-        arm_alarm(kAlarmUs);
-        CHECK_EQ(wait_empty(way, e.p[0], e.ep, 60, &block_alrm), 0);
-        CHECK_EQ(g_alarms, before + 1);  // delivered when the call gave its mask back
+        // The handler runs once, when the call gives its mask back.
+        const Outcome o = with_alarm(
+            false, -1, nullptr, [&] { return wait_empty(way, e.p[0], e.ep, 60, &block_alrm); });
+        CHECK_EQ(o.result, 0);
     }
     struct sigaction sa {};
     sa.sa_handler = on_usr1;

@@ -4,9 +4,9 @@
 // that file.
 #include <vector>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

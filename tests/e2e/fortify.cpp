@@ -2,9 +2,9 @@
 // with sizes unknown at compile time become __read_chk and __poll_chk (the
 // driver checks the imports). A ping-pong over those calls must give the
 // right data, and the shim must see (and spin in) them.
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -32,11 +32,7 @@ unsigned char just_read(int fd) {
 int main() {
     constexpr int kRounds = 5000;
     int to_child[2], to_parent[2];
-    make_pipe(to_child);
-    make_pipe(to_parent);
-    pid_t pid = spawn([&] {
-        close(to_child[1]);
-        close(to_parent[0]);
+    const pid_t pid = spawn_talking(to_child, to_parent, [&] {
         for (int i = 0; i < kRounds; ++i) {
             unsigned char c = just_read(to_child[0]);
             CHECK_EQ(c, static_cast<unsigned char>(i));
@@ -44,8 +40,6 @@ int main() {
             CHECK_EQ(write(to_parent[1], &c, 1), 1);
         }
     });
-    close(to_child[0]);
-    close(to_parent[1]);
     Fnv sum;
     for (int i = 0; i < kRounds; ++i) {
         unsigned char c = static_cast<unsigned char>(i);

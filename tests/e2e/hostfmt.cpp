@@ -12,9 +12,9 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

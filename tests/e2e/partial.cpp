@@ -2,9 +2,9 @@
 // exactly what is there at once (not wait to fill its buffer); the rest
 // arrives with later reads. Writes of up to PIPE_BUF land whole, so a reader
 // woken by one gets all of that write and nothing more.
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

@@ -3,9 +3,9 @@
 // reordered byte fails at once; the checksum of the whole exchange is printed
 // for the driver to compare across configurations. Each side spends most of
 // its time reading an empty pipe: the case the shim spins for.
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 unsigned char request(int i) {
@@ -20,12 +20,7 @@ int main(int argc, char** argv) {
     const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
     CHECK(n > 0);
     int to_child[2], to_parent[2];
-    make_pipe(to_child);
-    make_pipe(to_parent);
-
-    pid_t pid = spawn([&] {
-        close(to_child[1]);
-        close(to_parent[0]);
+    const pid_t pid = spawn_talking(to_child, to_parent, [&] {
         for (int i = 0; i < n; ++i) {
             unsigned char b = 0;
             CHECK_EQ(read(to_child[0], &b, 1), 1);
@@ -36,8 +31,6 @@ int main(int argc, char** argv) {
         unsigned char b = 0;
         CHECK_EQ(read(to_child[0], &b, 1), 0);  // the parent closed: EOF
     });
-    close(to_child[0]);
-    close(to_parent[1]);
 
     Fnv sum;
     for (int i = 0; i < n; ++i) {

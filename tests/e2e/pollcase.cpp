@@ -1,9 +1,9 @@
 // Case poll: poll() keeps its timeout (never returns 0 before it expired;
 // timeout 0 does not wait), reports the fd that became readable while it
 // waited, and reports POLLHUP when the last writer goes away.
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -97,18 +97,9 @@ void readiness_during_wait(int rounds) {
 // The child closes the only write end after "go": poll reports POLLHUP.
 void hangup_during_wait(int rounds) {
     for (int i = 0; i < rounds; ++i) {
-        int p[2], go[2];
+        int p[2];
         make_pipe(p);
-        make_pipe(go);
-        pid_t pid = spawn([&] {
-            close(p[0]);
-            close(go[1]);
-            wait_peer(go[0]);
-            CHECK_EQ(close(p[1]), 0);
-        });
-        close(p[1]);
-        close(go[0]);
-        signal_peer(go[1]);
+        const pid_t pid = spawn_on_go(p, 1, [&] { CHECK_EQ(close(p[1]), 0); });
         pollfd pfd{p[0], POLLIN, 0};
         CHECK_EQ(poll(&pfd, 1, -1), 1);
         CHECK((pfd.revents & POLLHUP) != 0);
@@ -117,7 +108,6 @@ void hangup_during_wait(int rounds) {
         CHECK_EQ(read(p[0], &c, 1), 0);
         wait_ok(pid);
         close(p[0]);
-        close(go[1]);
     }
 }
 

@@ -18,9 +18,9 @@
 #include <cstdio>
 #include <ctime>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

@@ -42,6 +42,7 @@
 # loaded and initialised), no warnings or errors (unless expected), and in
 # mode off no spins at all. Without the shim nothing may mention pipespin.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../support/driver.sh"
 
 config="" lib="" expect_file="" expect_text="" engaged=0 report=1 imports=""
 order_a="" order_b="" log=info stderr_has=()
@@ -68,13 +69,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 && -n $config ]] || { echo "run_case.sh: need --config and a command" >&2; exit 2; }
 
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
 # The environment: nothing inherited from the caller's PIPESPIN_* or LD_PRELOAD,
 # and no config file (not even the host's /etc/pipespin.conf) unless --env sets one.
-env_args=(-u LD_PRELOAD)
-for v in $(compgen -e | grep '^PIPESPIN_'); do env_args+=(-u "$v"); done
+driver_clean_env
 env_args+=(PIPESPIN_CONFIG=)
 shim=1 spins_expected=0
 case "$config" in
@@ -101,17 +98,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "config $config: env ${env_args[*]} $*" >&2
-env "${env_args[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
-status=$?
-echo "--- stdout ---" >&2; cat "$tmp/out" >&2
-echo "--- stderr ---" >&2; cat "$tmp/err" >&2
-echo "--------------" >&2
-
-if [[ $status -ne 0 ]]; then
-  if [[ $status -gt 128 ]]; then fail "command killed by signal $((status - 128))"
-  else fail "command exited with status $status"; fi
-fi
+driver_run "$config" "$@"
+driver_check_status command
 
 if [[ -n $expect_file ]]; then
   diff -u "$expect_file" "$tmp/out" >&2 || fail "stdout differs from $expect_file"
@@ -187,8 +175,4 @@ else
     fail "expected $expected_warnings shim warning/error lines, got $got_warnings"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "e2e: $failures check(s) failed in config $config" >&2
-  exit 1
-fi
-exit 0
+driver_finish e2e "$config"

@@ -9,7 +9,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 
 namespace {
 

@@ -35,27 +35,17 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import case_util  # noqa: E402
 import validate_stats  # noqa: E402
+from case_util import check, clean_env, fail  # noqa: E402
 
 case, lib, helper = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
+case_util.case = case
 PIPE_BUF = 4096
 
 
-def fail(msg):
-    print(f"FAIL ({case}): {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-
-
 def env(**kw):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PIPESPIN_") and k != "LD_PRELOAD"}
-    e["LD_PRELOAD"] = lib
-    e.update({k: str(v) for k, v in kw.items()})
-    return e
+    return clean_env(**{"LD_PRELOAD": lib, **kw})
 
 
 def lines_of(path):

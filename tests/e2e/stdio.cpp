@@ -14,7 +14,7 @@
 //     would outlast the test's timeout).
 #include <stdio.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 #include "timer.h"
 
 using namespace e2e;
@@ -97,11 +97,7 @@ void send_line(int fd, int v) {
 // fdopen()ed stream.
 unsigned long long pingpong(int rounds) {
     int down[2], up[2];
-    make_pipe(down);
-    make_pipe(up);
-    pid_t pid = spawn([&] {
-        close(down[1]);
-        close(up[0]);
+    const pid_t pid = spawn_talking(down, up, [&] {
         CHECK_EQ(dup2(down[0], 0), 0);
         close(down[0]);
         for (int i = 0; i < rounds; ++i) {
@@ -115,8 +111,6 @@ unsigned long long pingpong(int rounds) {
         CHECK(!ferror(stdin));
         CHECK(fgets(static_cast<char*>(std::malloc(8)), 8, stdin) == nullptr);
     });
-    close(down[0]);
-    close(up[1]);
     FILE* in = fdopen(up[0], "r");
     CHECK(in != nullptr);
     Fnv sum;
@@ -165,40 +159,33 @@ void interrupted(int how, bool restart) {
     make_pipe(p);
     FILE* fp = fdopen(p[0], "r");
     CHECK(fp != nullptr);
-    install_alarm(restart);
-    g_alarm_fd = restart ? p[1] : -1;
-    g_alarm_text = "00042\n";
-    const int before = g_alarms;
-    arm_alarm(kAlarmUs);
-    errno = 0;
     char buf[64];
     char* line = static_cast<char*>(std::malloc(16));
     size_t cap = 16;
-    long r = 0;
-    switch (how) {
-        case 0:
-            r = fgets(buf, sizeof buf, fp) != nullptr ? 6 : -1;
-            break;
-        case 1:
-            r = static_cast<long>(fread(buf, 1, kLine, fp));
-            r = r == 0 ? -1 : r;
-            break;
-        case 2:
-            r = getc(fp);
-            r = r == EOF ? -1 : 6;
-            break;
-        case 3:
-            r = getc_unlocked(fp);
-            r = r == EOF ? -1 : 6;
-            break;
-        case 4:
-            r = getline(&line, &cap, fp);
-            break;
-    }
-    const int e = errno;
-    arm_alarm(0);
-    g_alarm_fd = -1;
-    CHECK_EQ(g_alarms, before + 1);
+    const auto [r, e] = with_alarm(restart, restart ? p[1] : -1, "00042\n", [&]() -> long {
+        long n = 0;
+        switch (how) {
+            case 0:
+                n = fgets(buf, sizeof buf, fp) != nullptr ? 6 : -1;
+                break;
+            case 1:
+                n = static_cast<long>(fread(buf, 1, kLine, fp));
+                n = n == 0 ? -1 : n;
+                break;
+            case 2:
+                n = getc(fp);
+                n = n == EOF ? -1 : 6;
+                break;
+            case 3:
+                n = getc_unlocked(fp);
+                n = n == EOF ? -1 : 6;
+                break;
+            case 4:
+                n = getline(&line, &cap, fp);
+                break;
+        }
+        return n;
+    });
     if (restart) {
         CHECK_EQ(r, 6);
         CHECK(!ferror(fp));

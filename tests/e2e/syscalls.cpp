@@ -15,9 +15,9 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 
@@ -82,12 +82,7 @@ void waits() {
         CHECK_EQ(select(p[0] + 1, &set, nullptr, nullptr, &tv), ready);
         FD_SET(p[0], &set);
         CHECK_EQ(pselect(p[0] + 1, &set, nullptr, nullptr, &ms, nullptr), ready);
-        const int ep = epoll_create1(EPOLL_CLOEXEC);
-        CHECK(ep >= 0);
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = p[0];
-        CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+        const int ep = epoll_watching(p[0]);
         epoll_event out{};
         CHECK_EQ(epoll_wait(ep, &out, 1, 1), ready);
         CHECK_EQ(epoll_pwait(ep, &out, 1, 1, nullptr), ready);

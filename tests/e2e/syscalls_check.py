@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mode off makes exactly the system calls a program makes without the shim,
-apart from the shim's own start-up (the project's guide: "Mode off, the A/B
-control arm, behaves like no shim, syscall for syscall").
+apart from the shim's own start-up: mode off, the A/B control arm, behaves
+like no shim, syscall for syscall.
 
     syscalls_check.py CASE LIBPIPESPIN MARKER HELPER
 
@@ -50,8 +50,13 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import case_util  # noqa: E402
+from case_util import fail, skip  # noqa: E402
+
 case, lib, marker, helper = sys.argv[1], os.path.realpath(sys.argv[2]), \
     os.path.realpath(sys.argv[3]), os.path.realpath(sys.argv[4])
+case_util.case = case
 
 MARKER_PATH = "/nonexistent/pipespin-startup-done"
 IO_CALLS = {"read", "write", "readv", "writev"}
@@ -70,16 +75,6 @@ PID_CALLS = {"wait4", "waitid", "kill", "tgkill", "tkill", "pidfd_open"}
 # both ways.
 START_UP = {"openat", "read", "pread64", "fstat", "newfstatat", "statx", "mmap", "mprotect",
             "munmap", "close", "readlinkat", "getpid", "geteuid", "sched_getaffinity"}
-
-
-def fail(msg):
-    print(f"FAIL ({case}): {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def skip(msg):
-    print(f"SKIP ({case}): {msg}")
-    sys.exit(77)
 
 
 tmp = tempfile.mkdtemp(prefix="pipespin-syscalls.")

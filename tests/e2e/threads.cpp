@@ -6,9 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "common.h"
+#include "../support/helpers.h"
 
-using namespace e2e;
+using namespace support;
 
 namespace {
 

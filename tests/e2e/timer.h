@@ -4,11 +4,12 @@
 #pragma once
 
 #include <signal.h>
-#include <sys/time.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 
 namespace e2e {
+
+using namespace support;
 
 inline volatile sig_atomic_t g_alarms = 0;
 // >= 0: the handler writes g_alarm_text there (an SA_RESTART handler that
@@ -26,24 +27,33 @@ inline void on_alarm(int) {
     errno = saved;
 }
 
-inline void install_alarm(bool restart) {
-    struct sigaction sa {};
-    sa.sa_handler = on_alarm;
-    sa.sa_flags = restart ? SA_RESTART : 0;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ(sigaction(SIGALRM, &sa, nullptr), 0);
-}
-
-// One SIGALRM after `us` microseconds (0 disarms).
-inline void arm_alarm(long us) {
-    itimerval it{};
-    it.it_value.tv_sec = us / 1000000;
-    it.it_value.tv_usec = us % 1000000;
-    CHECK_EQ(setitimer(ITIMER_REAL, &it, nullptr), 0);
-}
-
 // The timer fires this long into a call: long enough for the call to be
 // waiting, far shorter than the 1 s spin budget the cases run with.
 inline constexpr long kAlarmUs = 20000;
+
+// What a call returned, and errno right after it.
+struct Outcome {
+    long result;
+    int err;
+};
+
+// Runs call() with one SIGALRM kAlarmUs into it, handled with or without
+// SA_RESTART; with write_fd >= 0 the handler writes `text` there. Checks
+// that the handler ran exactly once.
+template <class Call>
+Outcome with_alarm(bool restart, int write_fd, const char* text, Call call) {
+    install(SIGALRM, on_alarm, restart ? SA_RESTART : 0);
+    g_alarm_fd = write_fd;
+    if (text != nullptr) g_alarm_text = text;
+    const int before = g_alarms;
+    arm_alarm_us(kAlarmUs);
+    errno = 0;
+    const long r = static_cast<long>(call());
+    const int e = errno;
+    arm_alarm_us(0);
+    g_alarm_fd = -1;
+    CHECK_EQ(g_alarms, before + 1);
+    return {r, e};
+}
 
 }  // namespace e2e

@@ -13,7 +13,7 @@
 #include <fcntl.h>
 #include <sys/uio.h>
 
-#include "common.h"
+#include "../support/helpers.h"
 #include "timer.h"
 
 using namespace e2e;
@@ -22,11 +22,7 @@ namespace {
 
 unsigned long long pingpong(int rounds) {
     int down[2], up[2];
-    make_pipe(down);
-    make_pipe(up);
-    pid_t pid = spawn([&] {
-        close(down[1]);
-        close(up[0]);
+    const pid_t pid = spawn_talking(down, up, [&] {
         for (int i = 0; i < rounds; ++i) {
             char a[2], b[3], c[4];
             iovec iov[3] = {{a, sizeof a}, {b, sizeof b}, {c, sizeof c}};
@@ -43,8 +39,6 @@ unsigned long long pingpong(int rounds) {
         iovec one{&x, 1};
         CHECK_EQ(readv(down[0], &one, 1), 0);  // EOF
     });
-    close(down[0]);
-    close(up[1]);
     Fnv sum;
     for (int i = 0; i < rounds; ++i) {
         char msg[10];
@@ -165,20 +159,12 @@ void interrupted(bool use_splice, bool restart) {
     int p[2], q[2];
     make_pipe(p);
     make_pipe(q);
-    install_alarm(restart);
-    g_alarm_fd = restart ? p[1] : -1;
-    g_alarm_text = "late!";
-    const int before = g_alarms;
-    arm_alarm(kAlarmUs);
-    errno = 0;
     char buf[8] = {};
     iovec iov{buf, sizeof buf};
-    const ssize_t r =
-        use_splice ? splice(p[0], nullptr, q[1], nullptr, sizeof buf, 0) : readv(p[0], &iov, 1);
-    const int e = errno;
-    arm_alarm(0);
-    g_alarm_fd = -1;
-    CHECK_EQ(g_alarms, before + 1);
+    const auto [r, e] = with_alarm(restart, restart ? p[1] : -1, "late!", [&] {
+        return use_splice ? splice(p[0], nullptr, q[1], nullptr, sizeof buf, 0)
+                          : readv(p[0], &iov, 1);
+    });
     if (restart) {
         CHECK_EQ(r, 5);
         if (use_splice) CHECK_EQ(read(q[0], buf, sizeof buf), 5);

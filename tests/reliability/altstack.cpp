@@ -196,14 +196,7 @@ void* libc_restorer() {
     sa.sa_handler = count_plain;
     sigemptyset(&sa.sa_mask);
     CHECK_EQ(sigaction(SIGUSR2, &sa, nullptr), 0);
-    struct {
-        void* handler;
-        unsigned long flags;
-        void* restorer;
-        std::uint64_t mask;
-    } k{};
-    CHECK_EQ(syscall(SYS_rt_sigaction, SIGUSR2, nullptr, &k, 8), 0);
-    return k.restorer;
+    return kernel_action(SIGUSR2).restorer;
 }
 
 int tight_case() {
@@ -224,13 +217,8 @@ int tight_case() {
     const std::size_t big = 256 * 1024;
     char* calib = guarded_stack(big);
     use_altstack(calib, big);
-    struct {
-        void* handler;
-        unsigned long flags;
-        void* restorer;
-        std::uint64_t mask;
-    } k{reinterpret_cast<void*>(rel_record_sp), SA_ONSTACK | 0x04000000 /* SA_RESTORER */,
-        libc_restorer(), 0};
+    const KernelAction k{reinterpret_cast<void*>(rel_record_sp), SA_ONSTACK | kSaRestorer,
+                         libc_restorer(), 0};
     CHECK_EQ(syscall(SYS_rt_sigaction, SIGUSR1, &k, nullptr, 8), 0);
     rel_sp_hits = 0;
     send_self(SIGUSR1);

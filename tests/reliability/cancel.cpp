@@ -32,12 +32,10 @@ using namespace rel;
 
 namespace {
 
-enum class Op { Read, Write, Poll, Fread };
-constexpr int kPipeSize = 4096;
 constexpr std::uint64_t kBudgetNs = 1'000'000'000;  // run.sh's fixed budget
 
 struct Job {
-    Op op;
+    Wait op;
     int rfd, wfd;
     int announce_w;
     FILE* file = nullptr;  // Fread: a stream on rfd
@@ -59,43 +57,15 @@ void* body(void* arg) {
     const std::uint64_t base = thread_cpu_ns();
     write_full(job->announce_w, &base, sizeof base);
     char buf[16];
-    pollfd pfd{job->rfd, POLLIN, 0};
-    switch (job->op) {
-        case Op::Read:
-            job->result = read(job->rfd, buf, sizeof buf);
-            break;
-        case Op::Write:
-            job->result = write(job->wfd, "w", 1);
-            break;
-        case Op::Poll:
-            job->result = poll(&pfd, 1, -1);
-            break;
-        case Op::Fread:
-            job->result = static_cast<long>(fread(buf, 1, sizeof buf, job->file));
-            break;
-    }
+    job->result = make_call(job->op, job->rfd, job->wfd, buf, sizeof buf, job->file);
     job->err = errno;
     job->returned = 1;
     pthread_cleanup_pop(0);
     return nullptr;
 }
 
-const char* name(Op op) {
-    switch (op) {
-        case Op::Read:
-            return "read(empty pipe)";
-        case Op::Write:
-            return "write(full pipe)";
-        case Op::Poll:
-            return "poll(-1)";
-        case Op::Fread:
-            return "fread(empty pipe)";
-    }
-    return "?";
-}
-
-long syscall_of(Op op) {
-    return op == Op::Write ? SYS_write : op == Op::Poll ? SYS_poll : SYS_read;
+long syscall_of(Wait op) {
+    return op == Wait::Write ? SYS_write : op == Wait::Poll ? SYS_poll : SYS_read;
 }
 
 // A hang is a failure with a reason, not CTest's timeout: a deadlock on the
@@ -121,17 +91,17 @@ void use_stream_again(FILE* f, int wfd) {
 }
 
 // One cancellation; returns the ns from pthread_cancel to pthread_join's return.
-std::uint64_t cancel_once(Op op, bool blocked) {
+std::uint64_t cancel_once(Wait op, bool blocked) {
     int p[2], ann[2];
     make_pipe(p);
     make_pipe(ann);
     CHECK_EQ(fcntl(p[1], F_SETPIPE_SZ, kPipeSize), kPipeSize);
-    if (op == Op::Write) {
+    if (op == Wait::Write) {
         static char full[kPipeSize];
         write_full(p[1], full, sizeof full);
     }
     Job job{op, p[0], p[1], ann[1]};
-    if (op == Op::Fread) CHECK((job.file = fdopen(p[0], "r")) != nullptr);
+    if (op == Wait::Fread) CHECK((job.file = fdopen(p[0], "r")) != nullptr);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, nullptr, body, &job), 0);
     std::uint64_t base = 0;
@@ -146,8 +116,8 @@ std::uint64_t cancel_once(Op op, bool blocked) {
     CHECK_EQ(pthread_join(t, &ret), 0);
     const std::uint64_t took = now_ns() - start;
     if (job.returned) {
-        std::fprintf(stderr, "%s returned %ld (errno %d) instead of being cancelled\n", name(op),
-                     job.result, job.err);
+        std::fprintf(stderr, "%s returned %ld (errno %d) instead of being cancelled\n",
+                     wait_name(op), job.result, job.err);
         fail(__FILE__, __LINE__, "the call is cancelled", job.err);
     }
     CHECK(ret == PTHREAD_CANCELED);
@@ -171,8 +141,8 @@ int main(int argc, char** argv) {
     CHECK(mode == "spin" || mode == "blocked");
     const bool blocked = mode == "blocked";
     const int trials = blocked ? 1 : 10;
-    for (Op op : {Op::Read, Op::Write, Op::Poll, Op::Fread}) {
-        PROGRESS("%s: cancel %s, %d time(s)", name(op),
+    for (Wait op : {Wait::Read, Wait::Write, Wait::Poll, Wait::Fread}) {
+        PROGRESS("%s: cancel %s, %d time(s)", wait_name(op),
                  blocked ? "once it sleeps in the syscall" : "while it waits", trials);
         std::uint64_t total = 0;
         for (int i = 0; i < trials; ++i) total += cancel_once(op, blocked);

@@ -27,10 +27,10 @@
 //
 // How a naive spin fails: it probes the fd *number* with no check; the
 // probe that races with the dup2 can read one file's bytes as another's.
-// How a held reference fails (the shim's mechanism until issue 14): the
-// reference is an fd number the program can see: a close_range or dup2 of
-// the program's can close it or be closed by it, and a longjmp out of the
-// spin leaks it.
+// How a reference the shim holds fails (a dup of the fd, taken during the
+// spin): the reference is an fd number the program can see: a close_range
+// or dup2 of the program's can close it or be closed by it, and a longjmp
+// out of the spin leaks it.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -45,7 +45,6 @@ using namespace rel;
 namespace {
 
 constexpr int kTrials = 10;
-constexpr int kPipeSize = 4096;
 constexpr char kPipeData[] = "PIPEDATA";
 constexpr char kFileData[] = "FILEDATA-0123456789-FILEDATA";
 constexpr char kOtherData[] = "OTHERDAT";

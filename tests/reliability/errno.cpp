@@ -23,8 +23,6 @@
 // EAGAIN (or EINTR) in errno when the call then succeeds; saving errno after
 // the spin instead of before it returns the handler's 12345; failing with
 // -1 when the spin notices the handler without setting errno leaves 12345.
-#include <sys/ioctl.h>
-
 #include <thread>
 
 #include "rel.h"
@@ -36,54 +34,15 @@ namespace {
 constexpr int kTrials = 100;
 constexpr int kSentinel = 777;
 constexpr int kHandlerErrno = 12345;
-constexpr long kTimerUs = 2000;
-constexpr long kBackstopUs = 100000;
-constexpr int kPipeSize = 4096;
 
-volatile sig_atomic_t g_in_call = 0;
-volatile sig_atomic_t g_sent = 0;
-int g_go_w = -1;
-
-// Sets errno and does not restore it. Tells the peer to go (once), or, with
-// no peer, re-arms a backstop so that a lost signal cannot hang the helper.
+// Sets errno and does not restore it.
 void handler(int) {
-    if (g_go_w >= 0) {
-        if (g_in_call && !g_sent) {
-            g_sent = 1;
-            const char c = 'g';
-            if (write(g_go_w, &c, 1) != 1) _exit(3);
-        }
-    } else if (g_in_call) {
-        arm_alarm_us(kBackstopUs);
-    }
+    go_or_backstop();
     errno = kHandlerErrno;
 }
 
 void install_handler(bool restart) {
     install(SIGALRM, handler, restart ? SA_RESTART : 0);
-}
-
-int queued(int fd) {
-    int n = -1;
-    CHECK_EQ(ioctl(fd, FIONREAD, &n), 0);
-    return n;
-}
-
-// The peer waits for the go byte (raw read, not counted by the shim), then
-// runs `act`.
-template <class Act>
-std::thread start_peer(int go_r, Act act) {
-    return std::thread([go_r, act] {
-        block_signal(SIGALRM, true);
-        for (;;) {
-            char c = 0;
-            long r = syscall(SYS_read, go_r, &c, 1);
-            if (r < 0 && errno == EINTR) continue;
-            CHECK_EQ(r, 1);
-            if (c == 'q') return;
-            act(c);
-        }
-    });
 }
 
 // No handler: the peer writes once the main thread is inside its read.

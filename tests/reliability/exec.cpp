@@ -32,23 +32,9 @@ using namespace rel;
 namespace {
 
 int child_main() {
-    int r[2], ann[2];
+    int r[2];
     make_pipe(r);
-    make_pipe(ann);
-    const pid_t me = gettid_();
-    const clockid_t cpu = cpu_clock_of(pthread_self());
-    bool spun = false;
-    std::thread filler([&] {
-        std::uint64_t base = 0;
-        CHECK_EQ(read_full(ann[0], &base, sizeof base), sizeof base);
-        spun = wait_in_call(me, cpu, base, {SYS_read}) == InCall::Spinning;
-        CHECK_EQ(write(r[1], "x", 1), 1);
-    });
-    const std::uint64_t base = thread_cpu_ns();
-    write_full(ann[1], &base, sizeof base);
-    char c = 0;
-    CHECK_EQ(read(r[0], &c, 1), 1);
-    filler.join();
+    const bool spun = read_seen_in_call(r[0], r[1], "x") == InCall::Spinning;
     const char* mode = std::getenv("PIPESPIN_MODE");
     const bool off = mode != nullptr && std::strcmp(mode, "off") == 0;
     if (config() == Config::Fixed && !off && !spun)

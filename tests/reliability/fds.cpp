@@ -53,7 +53,6 @@ using namespace rel;
 
 namespace {
 
-constexpr int kPipeSize = 4096;
 std::string g_dir;
 
 // ---- reuse -------------------------------------------------------------------
@@ -111,20 +110,7 @@ void write_whole_file(int fd, size_t size) {
 // fd is one end of a socketpair; its peer is `peer`. The read must wait
 // asleep in the syscall, not spin.
 void socket_read_waits(int fd, int peer) {
-    const pid_t me = gettid_();
-    const clockid_t cpu = cpu_clock_of(pthread_self());
-    Mailbox ann;
-    InCall seen = InCall::Blocked;
-    std::thread filler([&] {
-        seen = wait_in_call(me, cpu, ann.take(), {SYS_read});
-        CHECK_EQ(write(peer, "sock", 4), 4);
-    });
-    ann.put(thread_cpu_ns());
-    char buf[8] = {};
-    CHECK_EQ(read(fd, buf, sizeof buf), 4);
-    filler.join();
-    CHECK(std::string_view(buf) == "sock");
-    if (seen == InCall::Spinning)
+    if (read_seen_in_call(fd, peer, "sock") == InCall::Spinning)
         fail(__FILE__, __LINE__, "a read on a socket that reuses a pipe's fd number does not spin",
              0);
 }
@@ -282,23 +268,12 @@ void high_case() {
     writer.join();
     CHECK(buf == back);
     // A read that waits, and a poll.
-    const pid_t me = gettid_();
-    const clockid_t cpu = cpu_clock_of(pthread_self());
-    Mailbox ann;
-    InCall seen = InCall::Blocked;
-    std::thread filler([&] {
-        seen = wait_in_call(me, cpu, ann.take(), {SYS_read});
-        CHECK_EQ(write(w, "hi", 2), 2);
-    });
-    ann.put(thread_cpu_ns());
-    char c[4] = {};
-    CHECK_EQ(read(r, c, sizeof c), 2);
-    filler.join();
-    CHECK(std::string_view(c) == "hi");
+    const InCall seen = read_seen_in_call(r, w, "hi");
     if (config() == Config::Fixed && seen != InCall::Spinning)
         fail(__FILE__, __LINE__, "fixed: a read on fd 100000 is tracked and spins", 0);
     if ((config() == Config::NoShim || config() == Config::Off) && seen == InCall::Spinning)
         fail(__FILE__, __LINE__, "without spinning, a read on fd 100000 sleeps", 0);
+    char c[4] = {};
     CHECK_EQ(write(w, "x", 1), 1);
     pollfd pfd[2] = {{r, POLLIN, 0}, {w, POLLOUT, 0}};
     CHECK_EQ(poll(pfd, 2, -1), 2);
@@ -340,16 +315,7 @@ void expect_eagain(const char* how, int rfd, int wfd) {
         check_bound(start, i + 1);
     }
     const std::uint64_t write_ns = now_ns() - start;
-    static char buf[kPipeSize];
-    size_t drained = 0;
-    for (;;) {
-        ssize_t r = read(rfd, buf, sizeof buf);
-        if (r < 0) break;
-        CHECK(r > 0);
-        drained += static_cast<size_t>(r);
-    }
-    CHECK_EQ(errno, EAGAIN);
-    CHECK_EQ(drained, filled);
+    CHECK_EQ(drain_until_eagain(rfd), filled);
     PROGRESS("%s: mean %.2f us per EAGAIN read, %.2f us per EAGAIN write (%d each)", how,
              read_ns / 1e3 / kCalls, write_ns / 1e3 / kCalls, kCalls);
 }
@@ -357,26 +323,7 @@ void expect_eagain(const char* how, int rfd, int wfd) {
 // A read that waits on rfd until a thread writes to wfd once it is inside.
 // Returns whether it was seen spinning.
 bool waited_read(int rfd, int wfd) {
-    const pid_t me = gettid_();
-    const clockid_t cpu = cpu_clock_of(pthread_self());
-    int ann[2];
-    make_pipe(ann);
-    bool spun = false;
-    std::thread filler([&] {
-        std::uint64_t base = 0;
-        CHECK_EQ(read_full(ann[0], &base, sizeof base), sizeof base);
-        spun = wait_in_call(me, cpu, base, {SYS_read}) == InCall::Spinning;
-        CHECK_EQ(write(wfd, "b", 1), 1);
-    });
-    const std::uint64_t base = thread_cpu_ns();
-    write_full(ann[1], &base, sizeof base);
-    char c = 0;
-    CHECK_EQ(read(rfd, &c, 1), 1);
-    filler.join();
-    CHECK_EQ(c, 'b');
-    close(ann[0]);
-    close(ann[1]);
-    return spun;
+    return read_seen_in_call(rfd, wfd, "b") == InCall::Spinning;
 }
 
 void blocking_again(int rfd, int wfd) {
@@ -388,6 +335,20 @@ void blocking_again(int rfd, int wfd) {
              "fixed: once O_NONBLOCK is cleared, a read waits by spinning again", 0);
 }
 
+// A pipe seen blocking first (a read waits on it), then made non-blocking
+// by set(p): EAGAIN at once; then blocking again.
+template <class Set>
+void nonblock_by(const char* how, Set set) {
+    int p[2];
+    make_pipe(p);
+    waited_read(p[0], p[1]);
+    set(p);
+    expect_eagain(how, p[0], p[1]);
+    blocking_again(p[0], p[1]);
+    close(p[0]);
+    close(p[1]);
+}
+
 void nonblock_case() {
     int p[2];
     {
@@ -397,51 +358,27 @@ void nonblock_case() {
         close(p[0]);
         close(p[1]);
     }
-    {
-        make_pipe(p);
-        waited_read(p[0], p[1]);  // seen blocking first
-        CHECK_EQ(fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK), 0);
-        CHECK_EQ(fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK), 0);
-        expect_eagain("fcntl(F_SETFL)", p[0], p[1]);
-        blocking_again(p[0], p[1]);
-        close(p[0]);
-        close(p[1]);
-    }
-    {
-        make_pipe(p);
-        waited_read(p[0], p[1]);
-        CHECK_EQ(fcntl64(p[0], F_SETFL, fcntl64(p[0], F_GETFL) | O_NONBLOCK), 0);
-        CHECK_EQ(fcntl64(p[1], F_SETFL, fcntl64(p[1], F_GETFL) | O_NONBLOCK), 0);
-        expect_eagain("fcntl64(F_SETFL)", p[0], p[1]);
-        blocking_again(p[0], p[1]);
-        close(p[0]);
-        close(p[1]);
-    }
-    {
-        make_pipe(p);
-        waited_read(p[0], p[1]);
+    nonblock_by("fcntl(F_SETFL)", [](int q[2]) {
+        for (int i : {0, 1}) CHECK_EQ(fcntl(q[i], F_SETFL, fcntl(q[i], F_GETFL) | O_NONBLOCK), 0);
+    });
+    nonblock_by("fcntl64(F_SETFL)", [](int q[2]) {
+        for (int i : {0, 1})
+            CHECK_EQ(fcntl64(q[i], F_SETFL, fcntl64(q[i], F_GETFL) | O_NONBLOCK), 0);
+    });
+    nonblock_by("ioctl(FIONBIO)", [](int q[2]) {
         int on = 1;
-        CHECK_EQ(ioctl(p[0], FIONBIO, &on), 0);
-        CHECK_EQ(ioctl(p[1], FIONBIO, &on), 0);
-        expect_eagain("ioctl(FIONBIO)", p[0], p[1]);
-        blocking_again(p[0], p[1]);
-        close(p[0]);
-        close(p[1]);
-    }
-    {
-        make_pipe(p);
-        waited_read(p[0], p[1]);
-        int dr = dup(p[0]), dw = fcntl(p[1], F_DUPFD_CLOEXEC, 0);
+        for (int i : {0, 1}) CHECK_EQ(ioctl(q[i], FIONBIO, &on), 0);
+    });
+    int dr = -1, dw = -1;
+    nonblock_by("O_NONBLOCK through a dup", [&](int q[2]) {
+        dr = dup(q[0]);
+        dw = fcntl(q[1], F_DUPFD_CLOEXEC, 0);
         CHECK(dr >= 0 && dw >= 0);
         set_nonblock(dr, true);
         set_nonblock(dw, true);
-        expect_eagain("O_NONBLOCK through a dup", p[0], p[1]);
-        blocking_again(p[0], p[1]);
-        close(dr);
-        close(dw);
-        close(p[0]);
-        close(p[1]);
-    }
+    });
+    close(dr);
+    close(dw);
     {
         make_pipe(p);
         waited_read(p[0], p[1]);

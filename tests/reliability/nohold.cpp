@@ -1,8 +1,8 @@
 // Cases nohold_*: a call the shim spins for keeps no fd of the shim's that
-// the program could see, close, replace or leak (issue 14, item 5). Each
-// case is a schedule that a reference of the shim's own (a CLOEXEC dup of
-// the fd, taken after the spin had run 10 µs: the mechanism before issue
-// 14) got wrong; fixed mode (1 s budget) makes the event land in a spin.
+// the program could see, close, replace or leak. Each case is a schedule
+// that a reference of the shim's own (a CLOEXEC dup of the fd, taken once
+// the spin has run 10 µs) gets wrong; fixed mode (1 s budget) makes the
+// event land in a spin.
 //
 //   nohold longjmp       a write into a full pipe spins; a SIGALRM handler
 //                        siglongjmp()s out of it (the alarm + longjmp
@@ -24,7 +24,7 @@
 //   nohold handler_close an SA_RESTART handler closes the fd being read.
 //                        Without the shim the restarted read fails with
 //                        EBADF; so must it with the shim. (Through a dup the
-//                        read went on and returned data seconds later; a
+//                        read goes on and returns data seconds later; a
 //                        thread writes after 5 s so that this fails rather
 //                        than hangs.)
 #include <dirent.h>

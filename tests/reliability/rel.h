@@ -10,41 +10,27 @@
 // announced the call, which only a spin does.
 #pragma once
 
-#include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <string_view>
+#include <thread>
 
-// The check macros (CHECK, CHECK_EQ, CHECK_ERRNO) and the small helpers
-// both suites use come from the e2e suite's header.
-#include "../e2e/common.h"
-
-namespace rel {
-using e2e::fail;
-using e2e::fail_eq;
-using e2e::fill_until_eagain;
-using e2e::fork_child;
-using e2e::make_pipe;
-using e2e::now_ns;
-using e2e::set_nonblock;
-}  // namespace rel
+#include "../support/helpers.h"
 
 namespace rel {
+
+using namespace support;
 
 // Which run.sh configuration this is (REL_CONFIG); every fixed* is Fixed.
 enum class Config { NoShim, Off, Fixed, Adaptive };
@@ -79,65 +65,6 @@ inline pid_t gettid_() {
     return static_cast<pid_t>(syscall(SYS_gettid));
 }
 
-
-inline void write_full(int fd, const void* buf, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(buf);
-    while (n > 0) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        CHECK(r > 0);
-        p += r;
-        n -= static_cast<size_t>(r);
-    }
-}
-
-// Reads until n bytes or EOF; returns the count.
-inline size_t read_full(int fd, void* buf, size_t n) {
-    auto* p = static_cast<unsigned char*>(buf);
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, p + got, n - got);
-        if (r < 0 && errno == EINTR) continue;
-        CHECK(r >= 0);
-        if (r == 0) break;
-        got += static_cast<size_t>(r);
-    }
-    return got;
-}
-
-inline void send_byte(int fd, char c = 'g') {
-    CHECK_EQ(write(fd, &c, 1), 1);
-}
-
-inline char recv_byte(int fd) {
-    char c = 0;
-    ssize_t r;
-    while ((r = read(fd, &c, 1)) < 0 && errno == EINTR) {
-    }
-    CHECK_EQ(r, 1);
-    return c;
-}
-
-
-
-inline void wait_ok(pid_t pid) {
-    int status = 0;
-    CHECK_EQ(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status))
-        std::fprintf(stderr, "child %d killed by signal %d\n", static_cast<int>(pid),
-                     WTERMSIG(status));
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
-
-// FNV-1a, 64 bit: order-sensitive checksum of a byte stream.
-struct Fnv {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    void add(const void* data, size_t n) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-    }
-};
-
 // xorshift64*: deterministic pseudo-random numbers, one stream per seed.
 struct Rng {
     std::uint64_t x;
@@ -152,14 +79,6 @@ struct Rng {
     std::uint64_t in(std::uint64_t lo, std::uint64_t hi) { return lo + next() % (hi - lo + 1); }
 };
 
-
-inline std::uint64_t clock_ns(clockid_t clock) {
-    timespec ts;
-    CHECK_EQ(clock_gettime(clock, &ts), 0);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-           static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
 // CPU time of the calling thread (async-signal-safe).
 inline std::uint64_t thread_cpu_ns() {
     return clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -171,27 +90,11 @@ inline clockid_t cpu_clock_of(pthread_t t) {
     return c;
 }
 
-// One-shot ITIMER_REAL: SIGALRM after `us` microseconds (0 disarms).
-inline void arm_alarm_us(long us) {
-    itimerval it{};
-    it.it_value.tv_sec = us / 1000000;
-    it.it_value.tv_usec = us % 1000000;
-    CHECK_EQ(setitimer(ITIMER_REAL, &it, nullptr), 0);
-}
-
 inline void block_signal(int sig, bool block) {
     sigset_t s;
     sigemptyset(&s);
     sigaddset(&s, sig);
     CHECK_EQ(pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &s, nullptr), 0);
-}
-
-inline void install(int sig, void (*handler)(int), int flags) {
-    struct sigaction sa {};
-    sa.sa_handler = handler;
-    sa.sa_flags = flags;
-    sigemptyset(&sa.sa_mask);
-    CHECK_EQ(sigaction(sig, &sa, nullptr), 0);
 }
 
 // siginterrupt() is deprecated, and what the signal cases test.
@@ -201,6 +104,23 @@ inline int siginterrupt_(int sig, int flag) {
     return siginterrupt(sig, flag);
 }
 #pragma GCC diagnostic pop
+
+// The kernel's view of an action: what a raw rt_sigaction reads and writes.
+struct KernelAction {
+    void* handler;
+    unsigned long flags;
+    void* restorer;
+    std::uint64_t mask;
+};
+
+// SA_RESTORER, which a raw install needs with the restorer glibc uses.
+inline constexpr unsigned long kSaRestorer = 0x04000000;
+
+inline KernelAction kernel_action(int sig) {
+    KernelAction k{};
+    CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
+    return k;
+}
 
 // A one-slot handshake between two threads that involves no pipe (so that
 // it is invisible to the shim's counters): put() then take().
@@ -218,6 +138,118 @@ struct Mailbox {
         return value.load();
     }
 };
+
+// ---- a SIGALRM during the call under test ------------------------------------------
+//
+// The signal cases arm a one-shot kTimerUs ITIMER_REAL before each trial's
+// call. Where only the signal can end the call, the handler re-arms a
+// kBackstopUs backstop while the call is still in progress, so that a shim
+// that misses the signal makes a late trial, not a hang. At most kMaxLate
+// trials of a run may need the backstop: the helper can be preempted between
+// arming the timer and entering the call, with or without the shim.
+inline constexpr long kTimerUs = 2000;
+inline constexpr long kBackstopUs = 100000;
+inline constexpr int kMaxLate = 3;
+// The pipe size the cases set (F_SETPIPE_SZ) where a write waits on a full pipe.
+inline constexpr int kPipeSize = 4096;
+
+inline volatile sig_atomic_t g_in_call = 0;  // the call under test is in progress
+inline volatile sig_atomic_t g_sent = 0;     // the go byte went out in this trial
+inline int g_go_w = -1;                      // >= 0: a peer waits for the go byte here
+
+// The handler's part of a trial: with a peer, tells it (once per trial) to
+// deliver; without one, re-arms the backstop.
+inline void go_or_backstop() {
+    if (g_go_w >= 0) {
+        if (g_in_call && !g_sent) {
+            g_sent = 1;
+            const char c = 'g';
+            if (write(g_go_w, &c, 1) != 1) _exit(3);
+        }
+    } else if (g_in_call) {
+        arm_alarm_us(kBackstopUs);
+    }
+}
+
+// A peer thread, SIGALRM blocked: for each go byte on go_r it runs act(byte),
+// until the byte 'q'. It reads go_r by a raw system call, so that the exit
+// report's spins count only the calls under test (run.sh --spun checks them).
+template <class Act>
+std::thread start_peer(int go_r, Act act) {
+    return std::thread([go_r, act] {
+        block_signal(SIGALRM, true);
+        for (;;) {
+            char c = 0;
+            long r = syscall(SYS_read, go_r, &c, 1);
+            if (r < 0 && errno == EINTR) continue;
+            CHECK_EQ(r, 1);
+            if (c == 'q') return;
+            act(c);
+        }
+    });
+}
+
+// The bytes queued in a pipe.
+inline int queued(int fd) {
+    int n = -1;
+    CHECK_EQ(ioctl(fd, FIONREAD, &n), 0);
+    return n;
+}
+
+// ---- the waits of the signal and cancellation cases -------------------------------
+
+// A call that waits on a pipe: the reads and polls on an empty one, the
+// write on a full one.
+enum class Wait { Read, Write, Poll, PollTimeout, Ppoll, PollMany, Fread };
+
+inline constexpr int kPollMany = 1000;
+
+inline const char* wait_name(Wait w) {
+    switch (w) {
+        case Wait::Read:
+            return "read(empty pipe)";
+        case Wait::Write:
+            return "write(full pipe)";
+        case Wait::Poll:
+            return "poll(-1)";
+        case Wait::PollTimeout:
+            return "poll(60000)";
+        case Wait::Ppoll:
+            return "ppoll(NULL)";
+        case Wait::PollMany:
+            return "poll(1000 entries, -1)";
+        case Wait::Fread:
+            return "fread(empty pipe)";
+    }
+    return "?";
+}
+
+// Makes the call: a read of n bytes into buf from rfd, a write of one byte
+// 'w' to wfd, a poll for POLLIN on rfd (PollMany: kPollMany entries, all
+// rfd), an fread of n bytes from `file`.
+inline long make_call(Wait w, int rfd, int wfd, char* buf, size_t n, FILE* file = nullptr) {
+    pollfd pfd{rfd, POLLIN, 0};
+    switch (w) {
+        case Wait::Read:
+            return read(rfd, buf, n);
+        case Wait::Write:
+            return write(wfd, "w", 1);
+        case Wait::Poll:
+            return poll(&pfd, 1, -1);
+        case Wait::PollTimeout:
+            return poll(&pfd, 1, 60000);
+        case Wait::Ppoll:
+            return ppoll(&pfd, 1, nullptr, nullptr);
+        case Wait::PollMany: {
+            static pollfd many[kPollMany];
+            for (auto& m : many) m = pfd;
+            return poll(many, kPollMany, -1);
+        }
+        case Wait::Fread:
+            return static_cast<long>(fread(buf, 1, n, file));
+    }
+    return -2;
+}
 
 // ---- "the other thread is inside the call" ------------------------------------
 
@@ -280,6 +312,28 @@ inline InCall wait_in_call(pid_t tid, clockid_t cpu, std::uint64_t cpu_base,
         if (!blocked_only && clock_ns(cpu) - cpu_base >= kSpinProofNs) return InCall::Spinning;
         sched_yield();
     }
+}
+
+// A read of rfd by this thread that has to wait: another thread writes msg
+// (at most 16 bytes) to wfd only once it sees this thread inside the read.
+// Checks that the read returns msg; says how the read was seen. The
+// announcement is a Mailbox, not a pipe: the shim sees no call but the read
+// and the filler's write.
+inline InCall read_seen_in_call(int rfd, int wfd, std::string_view msg) {
+    const pid_t me = gettid_();
+    const clockid_t cpu = cpu_clock_of(pthread_self());
+    Mailbox ann;
+    InCall seen = InCall::Blocked;
+    std::thread filler([&] {
+        seen = wait_in_call(me, cpu, ann.take(), {SYS_read});
+        CHECK_EQ(write(wfd, msg.data(), msg.size()), msg.size());
+    });
+    ann.put(thread_cpu_ns());
+    char buf[16] = {};
+    CHECK_EQ(read(rfd, buf, sizeof buf), msg.size());
+    filler.join();
+    CHECK(std::string_view(buf, msg.size()) == msg);
+    return seen;
 }
 
 }  // namespace rel

@@ -37,6 +37,7 @@
 # be there (the shim was loaded and initialised); no shim warnings or errors
 # may appear. Without the shim nothing may mention pipespin.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../support/driver.sh"
 
 config="" lib="" no_waits=0
 extra_env=() spun=()
@@ -53,11 +54,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 && -n $config ]] || { echo "run.sh: need --config and a command" >&2; exit 2; }
 
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-env_args=(-u LD_PRELOAD)
-for v in $(compgen -e | grep '^PIPESPIN_'); do env_args+=(-u "$v"); done
+driver_clean_env
 shim=1
 case "$config" in
   noshim) shim=0 ;;
@@ -82,24 +79,16 @@ if [[ $shim == 1 ]]; then
   env_args+=(PIPESPIN_LOG=info "${extra_env[@]}" "LD_PRELOAD=$lib")
 fi
 
-echo "config $config: env ${env_args[*]} $*" >&2
 start=$EPOCHREALTIME
-env "${env_args[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
-status=$?
+driver_run "$config" "$@"
 end=$EPOCHREALTIME
-echo "--- stdout ---" >&2; cat "$tmp/out" >&2
-echo "--- stderr ---" >&2; cat "$tmp/err" >&2
-echo "--------------" >&2
 awk -v a="$start" -v b="$end" 'BEGIN { printf "elapsed %.2f s\n", b - a }' >&2
 
 if [[ $status -eq 77 ]]; then
   echo "SKIPPED (see the helper's reason above)" >&2
   exit 77
 fi
-if [[ $status -ne 0 ]]; then
-  if [[ $status -gt 128 ]]; then fail "helper killed by signal $((status - 128))"
-  else fail "helper exited with status $status"; fi
-fi
+driver_check_status helper
 
 main_pid=$(sed -n 's/^main-pid \([0-9][0-9]*\)$/\1/p' "$tmp/out" | head -1)
 [[ -n $main_pid ]] || fail "the helper did not print 'main-pid N'"
@@ -142,8 +131,4 @@ elif [[ -n $main_pid ]]; then
   [[ -z $warnings ]] || fail "shim warnings or errors: $warnings"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "reliability: $failures check(s) failed in config $config" >&2
-  exit 1
-fi
-exit 0
+driver_finish reliability "$config"

@@ -23,22 +23,9 @@
 using namespace rel;
 
 int main() {
-    int r[2], ann[2];
+    int r[2];
     make_pipe(r);
-    make_pipe(ann);
-    const pid_t me = gettid_();
-    const clockid_t cpu = cpu_clock_of(pthread_self());
-    std::thread filler([&] {
-        std::uint64_t base = 0;
-        CHECK_EQ(read_full(ann[0], &base, sizeof base), sizeof base);
-        wait_in_call(me, cpu, base, {SYS_read});
-        CHECK_EQ(write(r[1], "x", 1), 1);
-    });
-    const std::uint64_t base = thread_cpu_ns();
-    write_full(ann[1], &base, sizeof base);
-    char c = 0;
-    CHECK_EQ(read(r[0], &c, 1), 1);
-    filler.join();
+    read_seen_in_call(r[0], r[1], "x");
     std::printf("at_secure=%lu uid=%d euid=%d\n", getauxval(AT_SECURE), static_cast<int>(getuid()),
                 static_cast<int>(geteuid()));
     return 0;

@@ -33,15 +33,11 @@ using namespace rel;
 namespace {
 
 constexpr int kTrials = 100;
-constexpr long kTimerUs = 2000;
-constexpr long kBackstopUs = 100000;
-constexpr int kMaxLate = 3;
 
 int g_self_w = -1;
 int g_empty_r = -1;  // nested: the handler polls this empty pipe
 bool g_nested = false;
 bool g_backstop = false;  // the call under test may not end without a signal
-volatile sig_atomic_t g_in_call = 0;
 volatile sig_atomic_t g_sigs = 0;
 
 void handler(int) {

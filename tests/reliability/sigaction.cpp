@@ -215,13 +215,7 @@ int main() {
     for (bool siginfo : {false, true}) {
         struct sigaction sa = siginfo ? s1 : p1;
         CHECK_EQ(sigaction(sig, &sa, nullptr), 0);
-        struct {
-            void* handler;
-            unsigned long flags;
-            void* restorer;
-            std::uint64_t mask;
-        } k{};
-        CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
+        const KernelAction k = kernel_action(sig);
         // The kernel holds a trampoline exactly where something spun.
         CHECK_EQ(k.handler != reinterpret_cast<void*>(sa.sa_handler), wraps);
         const struct sigaction ign = plain(SIG_IGN, 0);

@@ -100,12 +100,7 @@ int main(int argc, char** argv) {
 
     int p[2];
     make_pipe(p);  // never written: every wait times out unless interrupted
-    const int ep = epoll_create1(EPOLL_CLOEXEC);
-    CHECK(ep >= 0);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = p[0];
-    CHECK_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+    const int ep = epoll_watching(p[0]);
 
     auto* stop = static_cast<std::atomic<int>*>(mmap(nullptr, sizeof(std::atomic<int>),
                                                      PROT_READ | PROT_WRITE,

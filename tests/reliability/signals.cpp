@@ -15,15 +15,15 @@
 //     arrives while the kernel walks the array makes even the spin's
 //     zero-timeout probe fail with EINTR, so a spin that takes such a probe
 //     for "ready" (and then blocks in the real poll) fails in almost every
-//     trial, not only now and then (this caught a shim bug, fixed in
-//     bf3ab4e; the fixed-poll and fixed-fionread configurations catch its
-//     read/write form only on a loaded machine).
+//     trial, not only now and then (the fixed-poll and fixed-fionread
+//     configurations catch the read/write form of that mistake only on a
+//     loaded machine).
 // 100 trials per variant, each with a one-shot 2 ms ITIMER_REAL.
 //
 //   signals read|write|poll
 //   signals reload-read|reload-write   (run.sh config reload)
-//     The same across live reloads (issue 19: the shim wraps handlers only
-//     while something can spin). The config file (PIPESPIN_CONFIG, mode off
+//     The same across live reloads (the shim wraps handlers only while
+//     something can spin). The config file (PIPESPIN_CONFIG, mode off
 //     at start, reload_ms 1) is rewritten between phases, as an editor
 //     would. For each variant, and for handlers installed by a raw
 //     rt_sigaction system call (with and without SA_RESTART), which the shim
@@ -58,10 +58,7 @@
 // of 100 are tolerated. A shim that turns every handler into EINTR fails
 // the SA_RESTART variants (the read returns -1 instead of the data).
 //
-// The peer reads the go pipe with a raw syscall so that the exit report's
-// spins count only the calls under test (run.sh --spun checks them).
-#include <sys/ioctl.h>
-
+// The peer reads the go pipe with a raw syscall (start_peer in rel.h).
 #include <string_view>
 #include <thread>
 
@@ -73,13 +70,6 @@ using namespace rel;
 namespace {
 
 constexpr int kTrials = 100;
-constexpr long kTimerUs = 2000;
-constexpr long kBackstopUs = 100000;
-constexpr int kMaxLate = 3;
-constexpr int kPipeSize = 4096;
-
-enum class Op { Read, Write, Poll, PollTimeout, Ppoll, PollMany };
-constexpr int kMany = 1000;
 
 enum class Install {
     Early,              // installed before main, by signals_early_lib.cpp
@@ -119,23 +109,13 @@ constexpr Variant kRawVariants[] = {
 constexpr Variant kEarly = {"raw rt_sigaction before the shim's constructor", Install::Early,
                             false};
 
-volatile sig_atomic_t g_in_call = 0;  // the call under test is in progress
-volatile sig_atomic_t g_sigs = 0;     // handler runs in this trial
-volatile sig_atomic_t g_sent = 0;     // the go byte went out in this trial
-int g_go_w = -1;                      // restart variants: tells the peer "deliver now"
+volatile sig_atomic_t g_sigs = 0;  // handler runs in this trial
 
+// The restart variants have a peer (g_go_w), the others a backstop.
 void on_alarm() {
     const int saved = errno;
     g_sigs = g_sigs + 1;
-    if (g_go_w >= 0) {
-        if (g_in_call && !g_sent) {
-            g_sent = 1;
-            const char c = 'g';
-            if (write(g_go_w, &c, 1) != 1) _exit(3);
-        }
-    } else if (g_in_call) {
-        arm_alarm_us(kBackstopUs);
-    }
+    go_or_backstop();
     errno = saved;
 }
 
@@ -145,21 +125,6 @@ void handler(int) {
 void handler_info(int, siginfo_t* si, void*) {
     if (si == nullptr || si->si_signo != SIGALRM) _exit(4);
     on_alarm();
-}
-
-// The kernel's view of an action (what a raw rt_sigaction reads and writes).
-struct KernelAction {
-    void* handler;
-    unsigned long flags;
-    void* restorer;
-    std::uint64_t mask;
-};
-constexpr unsigned long kSaRestorer = 0x04000000;
-
-KernelAction kernel_action(int sig) {
-    KernelAction k{};
-    CHECK_EQ(syscall(SYS_rt_sigaction, sig, nullptr, &k, 8), 0);
-    return k;
 }
 
 void install_raw(bool restart) {
@@ -222,85 +187,33 @@ void install_variant(const Variant& v) {
     }
 }
 
-// The peer of the restart variants: waits for the handler's go byte (raw
-// read: not counted by the shim), then delivers data (read) or room (write).
-void peer(Op op, int go_r, int p_r, int p_w) {
-    block_signal(SIGALRM, true);
-    for (;;) {
-        char c = 0;
-        long r = syscall(SYS_read, go_r, &c, 1);
-        if (r < 0 && errno == EINTR) continue;
-        CHECK_EQ(r, 1);
-        if (c == 'q') return;
-        if (op == Op::Read) {
+// The peer of the restart variants: once the handler ran, it delivers data
+// (read) or room (write).
+std::thread start_delivering_peer(Wait op, int go_r, int p_r, int p_w) {
+    return start_peer(go_r, [op, p_r, p_w](char) {
+        if (op == Wait::Read) {
             CHECK_EQ(write(p_w, "d", 1), 1);
         } else {
             static char buf[kPipeSize];
             CHECK_EQ(read_full(p_r, buf, sizeof buf), sizeof buf);
         }
-    }
-}
-
-long do_call(Op op, int p_r, int p_w, char* c) {
-    pollfd pfd{p_r, POLLIN, 0};
-    switch (op) {
-        case Op::Read:
-            return read(p_r, c, 1);
-        case Op::Write:
-            return write(p_w, "w", 1);
-        case Op::Poll:
-            return poll(&pfd, 1, -1);
-        case Op::PollTimeout:
-            return poll(&pfd, 1, 60000);
-        case Op::Ppoll:
-            return ppoll(&pfd, 1, nullptr, nullptr);
-        case Op::PollMany: {
-            static pollfd many[kMany];
-            for (auto& m : many) m = pfd;
-            return poll(many, kMany, -1);
-        }
-    }
-    return -2;
-}
-
-const char* op_name(Op op) {
-    switch (op) {
-        case Op::Read:
-            return "read(empty pipe)";
-        case Op::Write:
-            return "write(full pipe)";
-        case Op::Poll:
-            return "poll(-1)";
-        case Op::PollTimeout:
-            return "poll(60000)";
-        case Op::Ppoll:
-            return "ppoll(NULL)";
-        case Op::PollMany:
-            return "poll(1000 entries, -1)";
-    }
-    return "?";
-}
-
-int queued(int fd) {
-    int n = -1;
-    CHECK_EQ(ioctl(fd, FIONREAD, &n), 0);
-    return n;
+    });
 }
 
 // kTrials trials of op with v's handler, installed first (or already there:
 // `installed`). The handler stays.
-void run_variant(Op op, const Variant& v, bool installed = false, int trials = kTrials) {
-    PROGRESS("%s, handler by %s: %d trials", op_name(op), v.name, trials);
+void run_variant(Wait op, const Variant& v, bool installed = false, int trials = kTrials) {
+    PROGRESS("%s, handler by %s: %d trials", wait_name(op), v.name, trials);
     int p[2], go[2];
     make_pipe(p);
     CHECK_EQ(fcntl(p[1], F_SETPIPE_SZ, kPipeSize), kPipeSize);
-    const bool is_poll = op != Op::Read && op != Op::Write;
+    const bool is_poll = op != Wait::Read && op != Wait::Write;
     const bool expect_eintr = is_poll || !v.restarts;
     std::thread peer_thread;
     if (!expect_eintr) {
         make_pipe(go);
         g_go_w = go[1];
-        peer_thread = std::thread(peer, op, go[0], p[0], p[1]);
+        peer_thread = start_delivering_peer(op, go[0], p[0], p[1]);
     } else {
         g_go_w = -1;
     }
@@ -309,15 +222,15 @@ void run_variant(Op op, const Variant& v, bool installed = false, int trials = k
     static char full[kPipeSize];
     int late = 0;
     for (int t = 0; t < trials; ++t) {
-        if (op == Op::Write) write_full(p[1], full, sizeof full);  // now the pipe is full
-        if (v.how == Install::RestartOnce) install_variant(v);     // the kernel reset it
+        if (op == Wait::Write) write_full(p[1], full, sizeof full);  // now the pipe is full
+        if (v.how == Install::RestartOnce) install_variant(v);       // the kernel reset it
         char c = 0;
         g_sigs = 0;
         g_sent = 0;
         g_in_call = 1;
         arm_alarm_us(kTimerUs);
         errno = 0;
-        const long r = do_call(op, p[0], p[1], &c);
+        const long r = make_call(op, p[0], p[1], &c, 1);
         const int e = errno;
         const int sigs = g_sigs;
         g_in_call = 0;
@@ -325,7 +238,7 @@ void run_variant(Op op, const Variant& v, bool installed = false, int trials = k
         if (expect_eintr) {
             if (r != -1 || e != EINTR) {
                 std::fprintf(stderr, "trial %d: %s returned %ld (errno %d) after %d signal(s)\n", t,
-                             op_name(op), r, e, sigs);
+                             wait_name(op), r, e, sigs);
                 fail(__FILE__, __LINE__, "the call fails with EINTR", e);
             }
             CHECK(sigs >= 1);
@@ -338,7 +251,7 @@ void run_variant(Op op, const Variant& v, bool installed = false, int trials = k
                          "needed the backstop)",
                          0);
             }
-            if (op == Op::Write) {
+            if (op == Wait::Write) {
                 // Nothing of the interrupted write went in; empty the pipe again.
                 CHECK_EQ(queued(p[0]), kPipeSize);
                 CHECK_EQ(read_full(p[0], full, sizeof full), sizeof full);
@@ -347,12 +260,12 @@ void run_variant(Op op, const Variant& v, bool installed = false, int trials = k
         } else {
             if (r != 1) {
                 std::fprintf(stderr, "trial %d: %s returned %ld (errno %d) after %d signal(s)\n", t,
-                             op_name(op), r, e, sigs);
+                             wait_name(op), r, e, sigs);
                 fail(__FILE__, __LINE__, "the call is restarted and completes", e);
             }
             // The peer delivers only after the handler ran.
             CHECK(sigs >= 1);
-            if (op == Op::Read) {
+            if (op == Wait::Read) {
                 CHECK_EQ(c, 'd');
             } else {
                 char back = 0;  // the peer took the full pipe's bytes; ours is the one left
@@ -440,7 +353,7 @@ int usable_cpus() {
     return CPU_COUNT(&set);
 }
 
-int reload_case(Op op) {
+int reload_case(Wait op) {
     const char* path = std::getenv("PIPESPIN_CONFIG");
     const char* rel = std::getenv("REL_CONFIG");
     if (path == nullptr || path[0] == '\0' || rel == nullptr || std::strcmp(rel, "reload") != 0) {
@@ -490,32 +403,32 @@ int main(int argc, char** argv) {
     announce_main_pid();
     CHECK(argc == 2);
     const std::string_view what = argv[1];
-    if (what == "reload-read") return reload_case(Op::Read);
-    if (what == "reload-write") return reload_case(Op::Write);
+    if (what == "reload-read") return reload_case(Wait::Read);
+    if (what == "reload-write") return reload_case(Wait::Write);
 #ifdef REL_EARLY
     if (what == "early") {
         if (rel_early_error != nullptr) fail(__FILE__, __LINE__, rel_early_error, 0);
         rel_early_hook = handler;
         CHECK(kernel_action(SIGALRM).handler != reinterpret_cast<void*>(SIG_DFL));
-        run_variant(Op::Read, kEarly, true);
+        run_variant(Wait::Read, kEarly, true);
         return 0;
     }
 #endif
     if (what == "read" || what == "write") {
-        const Op op = what == "read" ? Op::Read : Op::Write;
+        const Wait op = what == "read" ? Wait::Read : Wait::Write;
         for (const Variant& v : kVariants) run_variant(op, v);
     } else if (what == "poll") {
         for (const Variant& v : kVariants) {
             // SA_RESETHAND leaves SIG_DFL for the backstop, which would kill
             // the helper in a trial that needs it; restarting is what that
             // variant is about, and poll never restarts.
-            if (v.how != Install::RestartOnce) run_variant(Op::Poll, v);
+            if (v.how != Install::RestartOnce) run_variant(Wait::Poll, v);
         }
-        run_variant(Op::PollMany, kVariants[0]);
-        run_variant(Op::PollMany, kVariants[3]);
+        run_variant(Wait::PollMany, kVariants[0]);
+        run_variant(Wait::PollMany, kVariants[3]);
         for (const Variant& v : {kVariants[1], kVariants[3]}) {
-            run_variant(Op::PollTimeout, v);
-            run_variant(Op::Ppoll, v);
+            run_variant(Wait::PollTimeout, v);
+            run_variant(Wait::Ppoll, v);
         }
     } else {
         std::fprintf(stderr, "usage: signals read|write|poll|reload-read|reload-write|early\n");

@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdint>
+#include "rel.h"
 
 extern "C" {
 __attribute__((visibility("default"))) void (*rel_early_hook)(int) = nullptr;
@@ -17,12 +17,7 @@ __attribute__((visibility("default"))) const char* rel_early_error = nullptr;
 
 namespace {
 
-struct KernelAction {
-    void* handler;
-    unsigned long flags;
-    void* restorer;
-    std::uint64_t mask;
-};
+using rel::KernelAction;
 
 void early_handler(int sig) {
     if (rel_early_hook != nullptr) rel_early_hook(sig);
@@ -40,7 +35,7 @@ __attribute__((constructor)) void early_install() {
         return;
     }
     k.handler = reinterpret_cast<void*>(early_handler);
-    k.flags = 0x04000000;  // SA_RESTORER
+    k.flags = rel::kSaRestorer;
     k.mask = 0;
     if (syscall(SYS_rt_sigaction, SIGALRM, &k, nullptr, 8) != 0)
         rel_early_error = "signals_early_lib: the raw rt_sigaction failed";

@@ -10,30 +10,14 @@
 #include <cstring>
 
 #include "core/engine.h"
+#include "pipe_fixture.h"
 #include "platform/sys.h"
 
 using namespace pipespin;
 
 namespace {
 
-struct PipeFixture {
-    int fds[2] = {-1, -1};
-    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1, Options o = {}) {
-        o.mode_v = static_cast<std::uint32_t>(mode);
-        o.spin_us = spin_us;
-        // Many CPUs: the run-queue gate never closes, whatever else runs here.
-        configure(o, 4096);
-        REQUIRE(::pipe(fds) == 0);
-        fd_table().set_pipe(fds[0], fds[1]);
-    }
-    ~PipeFixture() {
-        for (int fd : fds) {
-            ::close(fd);
-            fd_table().forget(fd);
-        }
-    }
-    DirState& reader() { return fd_table().state(fds[0])->dir[0]; }
-};
+using test::PipeFixture;
 
 // Somebody reads the counters (the exit report): mode off is not inert.
 Options at_info(Options o = {}) {

@@ -18,6 +18,7 @@
 #include "core/engine.h"
 #include "core/fd_table.h"
 #include "core/policy.h"
+#include "pipe_fixture.h"
 #include "pipespin/pipespin.h"
 
 using namespace pipespin;
@@ -41,27 +42,7 @@ struct Decision {
     }
 };
 
-// A pipe the process's table knows (pipe()), in the given mode. Many CPUs,
-// so that the run-queue gate stays open unless a test closes it.
-struct PipeFixture {
-    int fds[2] = {-1, -1};
-    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1, int cpus = 4096) {
-        Options o;
-        o.mode_v = static_cast<std::uint32_t>(mode);
-        o.spin_us = spin_us;
-        configure(o, cpus);
-        REQUIRE(::pipe(fds) == 0);
-        fd_table().set_pipe(fds[0], fds[1]);
-    }
-    ~PipeFixture() {
-        for (int fd : fds) {
-            ::close(fd);
-            fd_table().forget(fd);
-        }
-        control_thread_spin(1);
-    }
-    DirState& reader() { return fd_table().state(fds[0])->dir[0]; }
-};
+using test::PipeFixture;
 
 }  // namespace
 
@@ -264,7 +245,7 @@ TEST_CASE("hints: the engine spins as the hint says", "[hints][engine]") {
         CHECK_FALSE(plan.obs.spun);
     }
     SECTION("a budget: that budget, in adaptive mode with no CPU free for the peer") {
-        PipeFixture p(Mode::Adaptive, 50, 2);
+        PipeFixture p(Mode::Adaptive, 50, {}, 2);
         runtime().oversubscribed.store(true);
         runtime().load_next_ns.store(UINT64_MAX);  // no new look at the run queue
         REQUIRE(control_fd_hint(p.fds[0], PIPESPIN_READ, 3) == 0);

@@ -9,30 +9,14 @@
 #include <cstring>
 
 #include "core/engine.h"
+#include "pipe_fixture.h"
 #include "platform/sys.h"
 
 using namespace pipespin;
 
 namespace {
 
-struct PipeFixture {
-    int fds[2] = {-1, -1};
-    explicit PipeFixture(Mode mode, std::uint32_t spin_us = 1, Options o = {}) {
-        o.mode_v = static_cast<std::uint32_t>(mode);
-        o.spin_us = spin_us;
-        configure(o, 4096);  // many CPUs: the run-queue gate never closes
-        REQUIRE(::pipe(fds) == 0);
-        fd_table().set_pipe(fds[0], fds[1]);
-    }
-    ~PipeFixture() {
-        for (int fd : fds) {
-            ::close(fd);
-            fd_table().forget(fd);
-        }
-        configure(Options{}, 4096);
-    }
-    DirState& reader() { return fd_table().state(fds[0])->dir[0]; }
-};
+using test::PipeFixture;
 
 Options with_stats() {
     Options o;
@@ -51,18 +35,25 @@ WaitHist reads(WaitEnd e) {
 
 constexpr std::uint64_t kSlept = 1'000'000;  // the real call "slept" 1 ms
 
+// A read of fd's empty pipe whose spin misses and whose real call then
+// "sleeps" kSlept, through after_call().
+Plan missed_read(int fd) {
+    char c;
+    Plan plan = before_read(fd, &c, 1);
+    REQUIRE(plan.obs.spun);
+    REQUIRE_FALSE(plan.obs.spin_hit);
+    plan.t_call -= kSlept;
+    after_call(plan, 1);
+    return plan;
+}
+
 }  // namespace
 
 TEST_CASE("waits: a spin that missed is a miss, lasting the spin and the sleep", "[waits]") {
     PipeFixture p(Mode::Fixed, 1, with_stats());
     const WaitHist before = reads(WaitEnd::Miss);
     const std::uint64_t hits = reads(WaitEnd::Hit).count();
-    char c;
-    Plan plan = before_read(p.fds[0], &c, 1);
-    REQUIRE(plan.obs.spun);
-    REQUIRE_FALSE(plan.obs.spin_hit);
-    plan.t_call -= kSlept;
-    after_call(plan, 1);
+    const Plan plan = missed_read(p.fds[0]);
     const WaitHist after = reads(WaitEnd::Miss);
     CHECK(after.count() == before.count() + 1);
     CHECK(after.n[wait_bucket(kSlept)] >= before.n[wait_bucket(kSlept)] + 1);
@@ -136,12 +127,7 @@ TEST_CASE("waits: a watched wait is a plain wait, however short", "[waits][fresh
 TEST_CASE("waits: without statistics lines the histograms are left alone", "[waits]") {
     PipeFixture p(Mode::Fixed, 1);
     const std::uint64_t before = reads(WaitEnd::Miss).count();
-    char c;
-    Plan plan = before_read(p.fds[0], &c, 1);
-    REQUIRE(plan.obs.spun);
-    REQUIRE_FALSE(plan.obs.spin_hit);
-    plan.t_call -= kSlept;
-    after_call(plan, 1);
+    missed_read(p.fds[0]);
     CHECK(reads(WaitEnd::Miss).count() == before);
     CHECK(p.reader().spins.load() - p.reader().spin_hits.load() == 1);  // the wait was counted
 }
