@@ -244,10 +244,10 @@ std::string sample_list(const ArmResult& a, Field field) {
     return json_array(v);
 }
 
-template <typename Field>
-std::string sample_figures(const ArmResult& a, Field field, int digits) {
+// One figure of every sample, with `digits` decimals: [a,b,...].
+std::string sample_figures(const ArmResult& a, double Sample::*field, int digits) {
     std::vector<double> v;
-    for (const Sample& s : a.samples) v.push_back(field(s));
+    for (const Sample& s : a.samples) v.push_back(s.*field);
     return json_fixed_array(v, digits);
 }
 
@@ -267,14 +267,10 @@ std::string arm_json(const CaseRun& r, std::size_t i) {
         .fixed("invol_cs_per_op", a.invol_cs.median / ops, 6)
         .raw("median_figure",
              json_fixed(a.figure ? std::optional(a.figure->median) : std::nullopt, 4))
-        .raw("wall_us", sample_figures(
-                            a, [](const Sample& s) { return s.wall_us; }, 1))
-        .raw("cpu_us", sample_figures(
-                           a, [](const Sample& s) { return s.cpu_us; }, 1))
-        .raw("vol_cs", sample_figures(
-                           a, [](const Sample& s) { return s.vol_cs; }, 1))
-        .raw("invol_cs", sample_figures(
-                             a, [](const Sample& s) { return s.invol_cs; }, 1))
+        .raw("wall_us", sample_figures(a, &Sample::wall_us, 1))
+        .raw("cpu_us", sample_figures(a, &Sample::cpu_us, 1))
+        .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
+        .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
         .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
     if (r.spec.figure == Figure::PlacedUsPerOp)
         o.raw("same_cpu",
