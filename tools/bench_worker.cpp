@@ -59,8 +59,11 @@
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
+#include "library.h"
+#include "spawn.h"
+#include "text.h"
 
 extern char** environ;
 

@@ -7,7 +7,10 @@
 // and reports problems by throwing UsageError (the user asked for something
 // that does not parse: exit 2) or Failure (a valid request that could not be
 // carried out: its own exit status). main() prints both as
-// "pipespin: ...", so subcommands never print their own error prefix.
+// "pipespin: ...", so subcommands never print their own error prefix, and
+// nothing but main() ends the process. --help is main()'s too: a
+// subcommand's ArgCursor throws HelpRequested at it, and main() prints the
+// help text of the subcommand's row.
 #pragma once
 
 #include <optional>
@@ -40,11 +43,18 @@ struct Failure : std::runtime_error {
     int exit_code;
 };
 
+// "--help" or "-h" where a subcommand looks for a flag. For a subcommand with
+// a help text main() prints it and exits 0; a hidden one has none, and there
+// it is the unknown option the message names.
+struct HelpRequested : UsageError {
+    using UsageError::UsageError;
+};
+
 using Args = std::span<char* const>;
 
-// Walks a subcommand's arguments. Flags are "--name VALUE", "--name=VALUE" or
-// a bare "--name"; parsing stops at "--" or at the first word that is not a
-// flag, so that `pipespin run ls -l` leaves "-l" to ls.
+// Walks a subcommand's arguments (args.cpp). Flags are "--name VALUE",
+// "--name=VALUE" or a bare "--name"; parsing stops at "--" or at the first
+// word that is not a flag, so that `pipespin run ls -l` leaves "-l" to ls.
 class ArgCursor {
 public:
     ArgCursor(std::string_view command, Args args) : command_(command), args_(args) {}
@@ -63,7 +73,11 @@ public:
     std::string_view take_word();
     Args rest() const noexcept { return args_.subspan(pos_); }
 
-    // For "unknown flag" and friends, naming the subcommand.
+    // Throws HelpRequested if the next word is "--help" or "-h".
+    void check_help() const;
+    // For the word no flag of the subcommand takes: HelpRequested for
+    // "--help" and "-h", else a UsageError ("unknown option",
+    // "unexpected argument") naming the subcommand.
     [[noreturn]] void fail_unknown() const;
     const std::string& command() const noexcept { return command_; }
 
@@ -101,9 +115,6 @@ int coverage_worker(std::string_view kind, ArgCursor& cur);
 // `pipespin coverage` (cli_coverage.cpp).
 int coverage_main(Args args);
 std::string coverage_usage();
-// Where a benchmark tool is (cli_matrix.cpp: Debian's perf wrapper is
-// looked through), or nullopt with the reason in *note.
-std::optional<std::string> locate_tool(std::string_view tool, std::string* note);
 // The worker flag that makes it fail unless the shim is (or is not) loaded.
 inline std::string_view expect_shim_flag(bool shim) {
     return shim ? "--expect-shim" : "--expect-no-shim";
@@ -118,6 +129,7 @@ struct Command {
     std::string_view name;
     int (*main)(Args);
     std::string (*usage)();  // nullptr: hidden from --help (internal helpers)
+    std::string (*help)();   // what its --help prints; nullptr for a hidden one
 };
 std::span<const Command> commands();
 
@@ -134,7 +146,7 @@ ProgramId program_id_for_command(const std::string& path, std::string_view argv0
 // Prints problems (stderr) and the resolved table (stdout); the exit status.
 int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program);
 
-// Full --help text (main.cpp), for subcommands that print it on "--help".
+// Full --help text (main.cpp), which most subcommands print on "--help".
 std::string full_usage();
 // The "Exit status" paragraph of --help, unwrapped.
 std::string exit_status_text();

@@ -15,30 +15,33 @@
 // slower only when the interval excludes 1. The same ratio and interval for
 // CPU time and for voluntary context switches (from the same rusage: the
 // waits that slept, which a spin that pays saves), beside the time.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <limits>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
+#include "environment.h"
 #include "json_reader.h"
+#include "json_writer.h"
+#include "library.h"
 #include "plot.h"
+#include "preload_check.h"
+#include "spawn.h"
+#include "statistics.h"
 #include "stats_lines.h"
+#include "temp_dir.h"
+#include "text.h"
+#include "tool_lookup.h"
 
 namespace pipespin::cli {
 namespace fs = std::filesystem;
@@ -46,8 +49,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kCommand = "ab";
-constexpr int kResamples = 10000;
-constexpr double kConfidence = 0.95;
 
 struct AbArgs {
     std::uint64_t runs = 10;
@@ -94,56 +95,10 @@ double median(std::vector<double> v) {
     return summarize(v).median;
 }
 
-struct Test {
-    double ratio = 0, ci_low = 0, ci_high = 0;
-    std::string verdict;
-};
-
-// a / b, where counts (context switches) may be zero: 0/0 is no difference
-// (1), a/0 is +inf; never NaN, which would break the sort below.
-double ratio_of(double a, double b) {
-    if (b != 0) return a / b;
-    return a == 0 ? 1 : std::numeric_limits<double>::infinity();
-}
-
-// Percentile bootstrap of the ratio of medians: each arm resampled with
-// replacement on its own, kResamples times, from a seeded generator.
-Test bootstrap(const std::vector<double>& control, const std::vector<double>& treatment,
-               std::uint64_t seed) {
-    Test t;
-    t.ratio = ratio_of(median(control), median(treatment));
-    std::mt19937_64 rng(seed);
-    std::vector<double> ratios;
-    ratios.reserve(kResamples);
-    std::vector<double> a(control.size()), b(treatment.size());
-    std::uniform_int_distribution<std::size_t> pick_a(0, control.size() - 1);
-    std::uniform_int_distribution<std::size_t> pick_b(0, treatment.size() - 1);
-    for (int r = 0; r < kResamples; ++r) {
-        for (double& x : a) x = control[pick_a(rng)];
-        for (double& x : b) x = treatment[pick_b(rng)];
-        ratios.push_back(ratio_of(median(a), median(b)));
-    }
-    std::sort(ratios.begin(), ratios.end());
-    const double tail = (1 - kConfidence) / 2;
-    auto at = [&](double q) {
-        const std::size_t i =
-            static_cast<std::size_t>(q * static_cast<double>(kResamples - 1) + 0.5);
-        return ratios[std::min(i, ratios.size() - 1)];
-    };
-    t.ci_low = at(tail);
-    t.ci_high = at(1 - tail);
-    t.verdict = t.ci_low > 1 ? "faster" : t.ci_high < 1 ? "slower" : "no significant difference";
-    return t;
-}
-
 AbArgs parse_args(Args args) {
     ArgCursor cur("ab", args);
     AbArgs a;
     while (cur.at_flag()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) {
-            std::fputs(ab_usage().c_str(), stdout);
-            std::exit(kExitOk);
-        }
         if (auto v = cur.take_value("-n"))
             a.runs = parse_count("ab", "-n", *v, 2, 100000);
         else if (auto v = cur.take_value("--runs"))
@@ -196,10 +151,7 @@ RunStats read_run_stats(const fs::path& file, std::string_view arm) {
 }
 
 // A ratio of counts may divide by zero (a run without one context switch):
-// JSON null and a dash then, not inf or nan.
-std::string json_ratio(double r) {
-    return std::isfinite(r) ? fmt::format("{:.6f}", r) : "null";
-}
+// JSON null (json_fixed) and a dash then, not inf or nan.
 std::string ratio_or_dash(double r) {
     return std::isfinite(r) ? fmt::format("{:.3f}", r) : "-";
 }
@@ -290,28 +242,37 @@ std::string arm_json(const ArmRuns& arm) {
     const Moments w = moments(arm.wall_ms);
     const Summary s = summarize(arm.wall_ms);
     const ShimMedians m = shim_medians(arm);
-    return fmt::format(
-        "{{\"median_wall_ms\":{:.4f},\"mean_wall_ms\":{:.4f},\"sigma_wall_ms\":{:.4f},"
-        "\"min_wall_ms\":{:.4f},\"max_wall_ms\":{:.4f},\"q1_wall_ms\":{:.4f},"
-        "\"q3_wall_ms\":{:.4f},\"median_user_ms\":{:.4f},"
-        "\"median_sys_ms\":{:.4f},\"wall_ms\":[{:.4f}],\"user_ms\":[{:.4f}],\"sys_ms\":[{:.4f}],"
-        "\"median_vol_cs\":{},\"median_invol_cs\":{},\"vol_cs_per_call\":{},"
-        "\"vol_cs\":[{}],\"invol_cs\":[{}],"
-        "\"shim_median\":{{\"processes\":{},\"calls\":{},\"waits\":{},\"spins\":{},"
-        "\"spin_hits\":{},\"spin_ms\":{:.4f},\"sleep_ms\":{:.4f}}},\"runs_without_stats\":{},"
-        "\"description\":{}}}",
-        s.median, w.mean, w.sigma, s.min, s.max, s.q1, s.q3, median(arm.user_ms),
-        median(arm.sys_ms), fmt::join(arm.wall_ms, ","), fmt::join(arm.user_ms, ","),
-        fmt::join(arm.sys_ms, ","), median(arm.vol_cs), median(arm.invol_cs),
-        m.vol_cs_per_call ? fmt::format("{:.6f}", *m.vol_cs_per_call) : "null",
-        fmt::join(arm.vol_cs, ","), fmt::join(arm.invol_cs, ","), m.processes, m.calls, m.waits,
-        m.spins, m.hits, m.spin_ms, m.sleep_ms, m.runs_without, json_string(describe_arm(arm)));
+    return JsonObject()
+        .fixed("median_wall_ms", s.median, 4)
+        .fixed("mean_wall_ms", w.mean, 4)
+        .fixed("sigma_wall_ms", w.sigma, 4)
+        .fixed("min_wall_ms", s.min, 4)
+        .fixed("max_wall_ms", s.max, 4)
+        .fixed("q1_wall_ms", s.q1, 4)
+        .fixed("q3_wall_ms", s.q3, 4)
+        .fixed("median_user_ms", median(arm.user_ms), 4)
+        .fixed("median_sys_ms", median(arm.sys_ms), 4)
+        .raw("wall_ms", json_fixed_array(arm.wall_ms, 4))
+        .raw("user_ms", json_fixed_array(arm.user_ms, 4))
+        .raw("sys_ms", json_fixed_array(arm.sys_ms, 4))
+        .num("median_vol_cs", median(arm.vol_cs))
+        .num("median_invol_cs", median(arm.invol_cs))
+        .raw("vol_cs_per_call", json_fixed(m.vol_cs_per_call, 6))
+        .raw("vol_cs", fmt::format("[{}]", fmt::join(arm.vol_cs, ",")))
+        .raw("invol_cs", fmt::format("[{}]", fmt::join(arm.invol_cs, ",")))
+        .raw("shim_median",
+             fmt::format("{{\"processes\":{},\"calls\":{},\"waits\":{},\"spins\":{},"
+                         "\"spin_hits\":{},\"spin_ms\":{:.4f},\"sleep_ms\":{:.4f}}}",
+                         m.processes, m.calls, m.waits, m.spins, m.hits, m.spin_ms, m.sleep_ms))
+        .num("runs_without_stats", m.runs_without)
+        .str("description", describe_arm(arm))
+        .text();
 }
 
 // The runs of both arms: per arm a box from its quartiles (summarize(), the
 // figures --json prints) with whiskers to its min and max, a line at its
 // median, and each run as a point beside it; one arm per x position.
-Chart ab_chart(const ArmRuns (&arms)[2], const Test& t, const AbArgs& a) {
+Chart ab_chart(const ArmRuns (&arms)[2], const RatioTest& t, const AbArgs& a) {
     std::string boxes, runs;
     for (int i = 0; i < 2; ++i) {
         const Summary s = summarize(arms[i].wall_ms);
@@ -323,27 +284,26 @@ Chart ab_chart(const ArmRuns (&arms)[2], const Test& t, const AbArgs& a) {
                                 i + 1 + 0.32 + (static_cast<double>(r % 7) - 3) * 0.02,
                                 arms[i].wall_ms[r]);
     }
-    Chart c;
-    c.body = gnuplot_datablock("boxes", "# x q1 min max q3 median label\n" + boxes) +
-             gnuplot_datablock("runs", "# x wall_ms\n" + runs) +
-             fmt::format(
-                 "set title {}\n"
-                 "set ylabel 'wall time per run (ms)'\n"
-                 "set xrange [0.4:2.8]\n"
-                 "set offsets 0, 0, graph 0.05, 0\n"
-                 "set grid ytics\n"
-                 "set style fill solid 0.25 border -1\n"
-                 "set boxwidth 0.4 absolute\n"
-                 "unset key\n"
-                 "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
-                 "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
-                 "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
-                 "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
-                 gnuplot_string(fmt::format(
-                     "pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI [{:.3f}, {:.3f}]: {}",
-                     shell_join(a.command).substr(0, 60), arms[0].wall_ms.size(), t.ratio, t.ci_low,
-                     t.ci_high, t.verdict)));
-    return c;
+    return {
+        .data = gnuplot_datablock("boxes", "# x q1 min max q3 median label\n" + boxes) +
+                gnuplot_datablock("runs", "# x wall_ms\n" + runs),
+        .title = fmt::format(
+            "pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI [{:.3f}, {:.3f}]: {}",
+            shell_join(a.command).substr(0, 60), arms[0].wall_ms.size(), t.ratio, t.ci_low,
+            t.ci_high, t.verdict),
+        .commands =
+            "set ylabel 'wall time per run (ms)'\n"
+            "set xrange [0.4:2.8]\n"
+            "set offsets 0, 0, graph 0.05, 0\n"
+            "set grid ytics\n"
+            "set style fill solid 0.25 border -1\n"
+            "set boxwidth 0.4 absolute\n"
+            "unset key\n"
+            "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
+            "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
+            "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
+            "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
+    };
 }
 
 }  // namespace
@@ -393,9 +353,8 @@ int ab_main(Args args) {
     if (a.config) base.set("PIPESPIN_CONFIG", fs::absolute(*a.config).string());
 
     // gnuplot first: a missing one is better said before the runs than after.
-    std::optional<std::string> gnuplot;
-    if (a.plot && !chart_is_script(*a.plot) && !(gnuplot = resolve_command("gnuplot")))
-        throw Failure(kExitFailure, "ab: --plot needs gnuplot (Debian package gnuplot-nox)");
+    const std::optional<std::string> gnuplot =
+        a.plot ? gnuplot_for(kCommand, *a.plot) : std::nullopt;
 
     const TempDir tmp("pipespin-ab");
     ArmRuns arms[2];
@@ -420,7 +379,7 @@ int ab_main(Args args) {
                        done + 1, total, arms[arm].name, measured ? "" : ", not counted");
         Measured m = spawn_measure(*path, a.command, env, {true, true});
         ++done;
-        if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0) {
+        if (!exited_ok(m.wait_status)) {
             if (tty) fmt::print(stderr, "\n");
             throw Failure(kExitFailure,
                           fmt::format("ab: {} {} in the {} arm; its stderr:\n{}",
@@ -445,17 +404,18 @@ int ab_main(Args args) {
     }
     if (tty) fmt::print(stderr, "\r{:60}\r", "");
 
-    const Test t = bootstrap(arms[0].wall_ms, arms[1].wall_ms, a.seed);
-    const Test cpu_t = [&] {
+    const RatioTest t = bootstrap_ratio(arms[0].wall_ms, arms[1].wall_ms, a.seed);
+    const RatioTest cpu_t = [&] {
         std::vector<double> c, tr;
         for (std::size_t i = 0; i < arms[0].user_ms.size(); ++i)
             c.push_back(arms[0].user_ms[i] + arms[0].sys_ms[i]);
         for (std::size_t i = 0; i < arms[1].user_ms.size(); ++i)
             tr.push_back(arms[1].user_ms[i] + arms[1].sys_ms[i]);
-        return bootstrap(c, tr, a.seed);
+        return bootstrap_ratio(c, tr, a.seed);
     }();
-    const Test cs_t = bootstrap(arms[0].vol_cs, arms[1].vol_cs, a.seed);
-    if (a.plot) write_chart("ab", ab_chart(arms, t, a), *a.plot, gnuplot, Environment::current());
+    const RatioTest cs_t = bootstrap_ratio(arms[0].vol_cs, arms[1].vol_cs, a.seed);
+    if (a.plot)
+        write_chart(kCommand, ab_chart(arms, t, a), *a.plot, gnuplot, Environment::current());
 
     // hyperfine's "N.NN ± 0.0N times faster": ratio of means, error propagated.
     const Moments mc = moments(arms[0].wall_ms), mt = moments(arms[1].wall_ms);
@@ -465,23 +425,33 @@ int ab_main(Args args) {
         mean_ratio * std::sqrt(std::pow(mc.sigma / mc.mean, 2) + std::pow(mt.sigma / mt.mean, 2));
 
     if (a.json) {
-        fmt::print(
-            "{{\"command\":[{}],\"runs_per_arm\":{},\"warmup\":{},\"ratio\":{:.6f},"
-            "\"ci_low\":{:.6f},\"ci_high\":{:.6f},\"confidence\":{},\"resamples\":{},"
-            "\"seed\":{},\"verdict\":{},\"mean_ratio\":{:.6f},\"mean_ratio_sigma\":{:.6f},"
-            "\"cpu_ratio\":{:.6f},\"cpu_ci_low\":{:.6f},\"cpu_ci_high\":{:.6f},"
-            "\"vol_cs_ratio\":{},\"vol_cs_ci_low\":{},\"vol_cs_ci_high\":{},"
-            "\"arms\":{{\"control\":{},\"treatment\":{}}}}}\n",
-            [&] {
-                std::vector<std::string> q;
-                for (const std::string& w : a.command) q.push_back(json_string(w));
-                return fmt::format("{}", fmt::join(q, ","));
-            }(),
-            a.runs, a.warmup, t.ratio, t.ci_low, t.ci_high, kConfidence, kResamples, a.seed,
-            json_string(t.verdict), treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma,
-            cpu_t.ratio, cpu_t.ci_low, cpu_t.ci_high, json_ratio(cs_t.ratio),
-            json_ratio(cs_t.ci_low), json_ratio(cs_t.ci_high), arm_json(arms[0]),
-            arm_json(arms[1]));
+        std::vector<std::string> command;
+        for (const std::string& w : a.command) command.push_back(json_string(w));
+        fmt::print("{}\n",
+                   JsonObject()
+                       .raw("command", json_array(command))
+                       .num("runs_per_arm", a.runs)
+                       .num("warmup", a.warmup)
+                       .fixed("ratio", t.ratio, 6)
+                       .fixed("ci_low", t.ci_low, 6)
+                       .fixed("ci_high", t.ci_high, 6)
+                       .num("confidence", kBootstrapConfidence)
+                       .num("resamples", kBootstrapResamples)
+                       .num("seed", a.seed)
+                       .str("verdict", t.verdict)
+                       .fixed("mean_ratio", treatment_faster ? mean_ratio : 1 / mean_ratio, 6)
+                       .fixed("mean_ratio_sigma", mean_sigma, 6)
+                       .fixed("cpu_ratio", cpu_t.ratio, 6)
+                       .fixed("cpu_ci_low", cpu_t.ci_low, 6)
+                       .fixed("cpu_ci_high", cpu_t.ci_high, 6)
+                       .raw("vol_cs_ratio", json_fixed(cs_t.ratio, 6))
+                       .raw("vol_cs_ci_low", json_fixed(cs_t.ci_low, 6))
+                       .raw("vol_cs_ci_high", json_fixed(cs_t.ci_high, 6))
+                       .raw("arms", JsonObject()
+                                        .raw("control", arm_json(arms[0]))
+                                        .raw("treatment", arm_json(arms[1]))
+                                        .text())
+                       .text());
         return kExitOk;
     }
     fmt::print("Benchmark: {}\n\n", shell_join(a.command));
@@ -497,8 +467,8 @@ int ab_main(Args args) {
     fmt::print("  voluntary context switches, ratio of medians: {}, 95% CI [{}, {}]\n",
                ratio_or_dash(cs_t.ratio), ratio_or_dash(cs_t.ci_low), ratio_or_dash(cs_t.ci_high));
     fmt::print("  (percentile bootstrap, {} resamples, seed {}; above 1 = treatment lower)\n",
-               kResamples, a.seed);
-    if (t.verdict == "no significant difference")
+               kBootstrapResamples, a.seed);
+    if (t.verdict == kNoDifference)
         fmt::print("  verdict: no significant difference (the interval includes 1)\n");
     else
         fmt::print(

@@ -8,20 +8,24 @@
 // so that a noisy neighbour or a frequency change hits all of them alike;
 // only medians are compared. `bench matrix` (cli_matrix.cpp) does the same
 // for whole command lines.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
 #include "core/options.h"
+#include "environment.h"
+#include "json_writer.h"
+#include "library.h"
 #include "platform/sys.h"
+#include "spawn.h"
+#include "statistics.h"
+#include "text.h"
 
 namespace pipespin::cli {
 namespace {
@@ -30,7 +34,6 @@ constexpr std::uint64_t kDefaultIterations = 20000;
 constexpr std::uint64_t kDefaultRounds = 7;
 
 struct PingpongArgs {
-    bool help = false;
     bool threads = false;
     bool json = false;
     std::uint64_t iterations = kDefaultIterations;
@@ -50,7 +53,7 @@ double run_worker(const std::string& exe, const Arm& arm) {
     std::vector<std::string> argv{"pipespin", "bench-worker"};
     argv.insert(argv.end(), arm.worker_args.begin(), arm.worker_args.end());
     Captured c = spawn_capture(exe, argv, arm.env);
-    if (!WIFEXITED(c.wait_status) || WEXITSTATUS(c.wait_status) != 0)
+    if (!exited_ok(c.wait_status))
         throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' {}", arm.name,
                                                 describe_wait_status(c.wait_status)));
     const std::optional<double> us = parse_decimal(c.out);
@@ -64,10 +67,6 @@ double run_worker(const std::string& exe, const Arm& arm) {
 PingpongArgs parse_pingpong(ArgCursor& cur) {
     PingpongArgs a;
     while (!cur.done()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) {
-            a.help = true;
-            return a;
-        }
         if (cur.take_flag("--threads"))
             a.threads = true;
         else if (cur.take_flag("--json"))
@@ -110,28 +109,32 @@ void print_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& 
     const double base = summarize(arms.front().samples).median;
     auto object = [&](const Arm& arm) {
         Summary s = summarize(arm.samples);
-        return fmt::format(
-            "{{\"name\":{},\"median_us\":{:.4f},\"min_us\":{:.4f},\"max_us\":{:.4f},"
-            "\"ratio\":{:.4f},\"samples_us\":[{:.4f}]}}",
-            json_string(arm.name), s.median, s.min, s.max, base / s.median,
-            fmt::join(arm.samples, ","));
+        return JsonObject()
+            .str("name", arm.name)
+            .fixed("median_us", s.median, 4)
+            .fixed("min_us", s.min, 4)
+            .fixed("max_us", s.max, 4)
+            .fixed("ratio", base / s.median, 4)
+            .raw("samples_us", json_fixed_array(arm.samples, 4))
+            .text();
     };
     std::vector<std::string> configurations;
     for (const Arm& arm : arms) configurations.push_back(object(arm));
-    fmt::print(
-        "{{\"benchmark\":\"pingpong\",\"peers\":\"{}\",\"iterations\":{},\"rounds\":{},"
-        "\"spin_us\":{},\"usable_cpus\":{},\"library\":{},\"configurations\":[{}],"
-        "\"floor\":{}}}\n",
-        a.threads ? "threads" : "processes", a.iterations, a.rounds, spin_us, sys::usable_cpus(),
-        json_string(library), fmt::join(configurations, ","), object(floor));
+    fmt::print("{}\n", JsonObject()
+                           .str("benchmark", "pingpong")
+                           .str("peers", a.threads ? "threads" : "processes")
+                           .num("iterations", a.iterations)
+                           .num("rounds", a.rounds)
+                           .num("spin_us", spin_us)
+                           .num("usable_cpus", sys::usable_cpus())
+                           .str("library", library)
+                           .raw("configurations", json_array(configurations))
+                           .raw("floor", object(floor))
+                           .text());
 }
 
 int bench_pingpong(ArgCursor& cur) {
     const PingpongArgs a = parse_pingpong(cur);
-    if (a.help) {
-        std::fputs(full_usage().c_str(), stdout);
-        return kExitOk;
-    }
     const std::string exe = self_exe();
     const std::string library = find_library();
 
@@ -198,10 +201,7 @@ std::string bench_usage() {
 
 int bench_main(Args args) {
     ArgCursor cur("bench", args);
-    if (cur.take_flag("--help") || cur.take_flag("-h")) {
-        std::fputs(full_usage().c_str(), stdout);
-        return kExitOk;
-    }
+    cur.check_help();
     std::vector<std::string_view> known;
     for (const Benchmark& b : kBenchmarks) known.push_back(b.name);
     if (cur.done())

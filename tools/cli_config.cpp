@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "common.h"
 #include "core/config.h"
+#include "text.h"
 
 namespace pipespin::cli {
 namespace {
@@ -191,10 +191,6 @@ int check_config_main(Args args) {
     std::optional<std::string> program;
     bool example = false;
     while (cur.at_flag()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) {
-            std::fputs(full_usage().c_str(), stdout);
-            return kExitOk;
-        }
         if (cur.take_flag("--example")) {
             example = true;
         } else if (auto v = cur.take_value("--program")) {

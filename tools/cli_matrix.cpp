@@ -1,7 +1,7 @@
 // pipespin bench matrix: whole programs, with and without the shim.
 //
 // Each case (matrix_cases.cpp) is one command line run as a child in the
-// environment of each arm (ArmEnvironments in common.h: the same hygiene as
+// environment of each arm (ArmEnvironments in environment.h: the same hygiene as
 // bench pingpong), and measured from outside (matrix_run.cpp). Arms run
 // interleaved within a round, rounds one after another, so that a noisy
 // neighbour hits every arm alike; only medians are compared
@@ -31,25 +31,26 @@
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
 #include "core/options.h"
+#include "library.h"
 #include "matrix.h"
+#include "preload_check.h"
+#include "temp_dir.h"
+#include "text.h"
+#include "tool_lookup.h"
 
 namespace pipespin::cli {
 namespace {
 namespace fs = std::filesystem;
 using namespace matrix;
 
-// nullopt: the user asked for --help.
-std::optional<MatrixArgs> parse_matrix(ArgCursor& cur) {
+MatrixArgs parse_matrix(ArgCursor& cur) {
     MatrixArgs a;
     while (!cur.done()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) return std::nullopt;
-        if (cur.take_flag("--quick")) {
-            a.quick = true;
-        } else if (auto v = cur.take_value("--rounds")) {
-            a.rounds = parse_count(kCommand, "--rounds", *v, 1, 1000);
-        } else if (auto v = cur.take_value("--spin-us")) {
+        if (take_rounds_flag(cur, kCommand, a.quick, a.rounds)) continue;
+        if (auto v = cur.take_value("--spin-us")) {
             a.spin_us = parse_flag_value(kCommand, option_spec("spin_us"), *v);
         } else if (auto v = cur.take_value("--markdown")) {
             a.markdown = std::string(*v);
@@ -103,12 +104,6 @@ std::string sample_text(const CaseRun& run, const Sample& s) {
 
 }  // namespace
 
-std::optional<std::string> locate_tool(std::string_view tool, std::string* note) {
-    Located l = locate(tool, Environment::current());
-    if (note != nullptr) *note = l.note;
-    return l.path;
-}
-
 std::string bench_matrix_usage() {
     return usage_entry(
         "  pipespin bench matrix [--rounds R] [--cases LIST] [--quick] [--spin-us N]\n"
@@ -145,12 +140,7 @@ std::string bench_matrix_usage() {
 
 int bench_matrix(ArgCursor& cur) {
     const Args original = cur.rest();
-    const std::optional<MatrixArgs> parsed = parse_matrix(cur);
-    if (!parsed) {
-        std::fputs(full_usage().c_str(), stdout);
-        return kExitOk;
-    }
-    const MatrixArgs& a = *parsed;
+    const MatrixArgs a = parse_matrix(cur);
     Report rep;
     rep.args = &a;
     rep.command =
@@ -194,7 +184,8 @@ int bench_matrix(ArgCursor& cur) {
     std::map<std::string, Located, std::less<>> tools;
     auto tool = [&](std::string_view name) -> const Located& {
         auto it = tools.find(name);
-        if (it == tools.end()) it = tools.emplace(std::string(name), locate(name, plain)).first;
+        if (it == tools.end())
+            it = tools.emplace(std::string(name), locate_tool(name, plain)).first;
         return it->second;
     };
     std::optional<TempDir> workdir;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -15,9 +14,14 @@
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
 #include "core/options.h"
+#include "environment.h"
+#include "library.h"
+#include "preload_check.h"
+#include "text.h"
+#include "tool_lookup.h"
 
 namespace pipespin::cli {
 
@@ -81,10 +85,6 @@ int run_main(Args args) {
     std::vector<std::pair<const OptionSpec*, std::string>> settings;
     bool print_config = false;
     while (cur.at_flag()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) {
-            std::fputs(full_usage().c_str(), stdout);
-            return kExitOk;
-        }
         if (cur.take_flag("--print-config")) {
             print_config = true;
             continue;

@@ -1,16 +1,17 @@
 // pipespin stats: what the shim did, from the lines processes appended to
 // PIPESPIN_STATS, per program and A/B arm.
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
+#include "json_writer.h"
 #include "stats_compare.h"
 #include "stats_lines.h"
+#include "text.h"
 
 namespace pipespin::cli {
 namespace {
@@ -85,10 +86,6 @@ int stats_main(Args args) {
     bool json = false, compare = false, compare_only = false;
     CompareArgs ca;
     while (cur.at_flag()) {
-        if (cur.take_flag("--help") || cur.take_flag("-h")) {
-            std::fputs(stats_usage().c_str(), stdout);
-            return kExitOk;
-        }
         if (cur.take_flag("--json")) {
             json = true;
         } else if (cur.take_flag("--compare")) {

@@ -35,8 +35,11 @@
 
 #include <fmt/format.h>
 
+#include "args.h"
 #include "cli.h"
-#include "common.h"
+#include "environment.h"
+#include "library.h"
+#include "spawn.h"
 
 namespace pipespin::cli {
 namespace {
@@ -174,9 +177,8 @@ int feed(const Program& prog, const std::string& file, std::uint64_t chunk, std:
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     int to[2];
     pipe_cloexec(to);
-    const int sink = ::memfd_create("pipespin-coverage", MFD_CLOEXEC);
-    if (sink < 0) fail("memfd_create");
-    const pid_t pid = start(prog, to[0], sink);
+    const MemoryFile sink("pipespin-coverage");
+    const pid_t pid = start(prog, to[0], sink.fd());
     ::close(to[0]);
     const auto t0 = Clock::now();
     auto next = t0;
@@ -189,15 +191,8 @@ int feed(const Program& prog, const std::string& file, std::uint64_t chunk, std:
     finish(pid, prog);
     const auto t1 = Clock::now();
     Fnv out;
-    char buf[65536];
-    for (off_t at = 0;;) {
-        ssize_t n = ::pread(sink, buf, sizeof buf, at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        out.add(buf, static_cast<std::size_t>(n));
-        at += n;
-    }
-    ::close(sink);
+    const std::string written = sink.contents();
+    out.add(written.data(), written.size());
     print_result(t1 - t0, out);
     return kExitOk;
 }

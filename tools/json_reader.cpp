@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -132,21 +133,39 @@ struct Parser {
         v.type = JsonValue::Type::Number;
         return true;
     }
+    // The members of an object or the items of an array, from the opening
+    // bracket to `close`, separated by commas: `item` reads one.
+    template <typename Item>
+    bool items(char close, Item item) {
+        ++i;  // the opening bracket
+        ws();
+        if (i < s.size() && s[i] == close) {
+            ++i;
+            return true;
+        }
+        for (;;) {
+            if (!item()) return false;
+            ws();
+            if (i < s.size() && s[i] == ',') {
+                ++i;
+                continue;
+            }
+            if (i < s.size() && s[i] == close) {
+                ++i;
+                return true;
+            }
+            return fail(fmt::format("expected ',' or '{}'", close));
+        }
+    }
     bool value(JsonValue& v) {
         if (++depth > 64) return fail("nested too deeply");
         ws();
         if (i >= s.size()) return fail("unexpected end");
         bool ok = true;
         switch (s[i]) {
-            case '{': {
+            case '{':
                 v.type = JsonValue::Type::Object;
-                ++i;
-                ws();
-                if (i < s.size() && s[i] == '}') {
-                    ++i;
-                    break;
-                }
-                for (;;) {
+                ok = items('}', [&] {
                     ws();
                     if (i >= s.size() || s[i] != '"') return fail("expected a key");
                     std::string key;
@@ -157,44 +176,18 @@ struct Parser {
                     JsonValue member;
                     if (!value(member)) return false;
                     v.object[std::move(key)] = std::move(member);
-                    ws();
-                    if (i < s.size() && s[i] == ',') {
-                        ++i;
-                        continue;
-                    }
-                    if (i < s.size() && s[i] == '}') {
-                        ++i;
-                        break;
-                    }
-                    return fail("expected ',' or '}'");
-                }
+                    return true;
+                });
                 break;
-            }
-            case '[': {
+            case '[':
                 v.type = JsonValue::Type::Array;
-                ++i;
-                ws();
-                if (i < s.size() && s[i] == ']') {
-                    ++i;
-                    break;
-                }
-                for (;;) {
+                ok = items(']', [&] {
                     JsonValue item;
                     if (!value(item)) return false;
                     v.array.push_back(std::move(item));
-                    ws();
-                    if (i < s.size() && s[i] == ',') {
-                        ++i;
-                        continue;
-                    }
-                    if (i < s.size() && s[i] == ']') {
-                        ++i;
-                        break;
-                    }
-                    return fail("expected ',' or ']'");
-                }
+                    return true;
+                });
                 break;
-            }
             case '"':
                 v.type = JsonValue::Type::String;
                 ok = string(v.string);

@@ -11,9 +11,10 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "common.h"
 #include "core/config.h"
 #include "core/options.h"
+#include "library.h"
+#include "text.h"
 
 #ifndef PIPESPIN_VERSION
 #error "PIPESPIN_VERSION must be defined by the build (tools/CMakeLists.txt)"
@@ -23,14 +24,14 @@ namespace pipespin::cli {
 namespace {
 
 constexpr Command kCommands[] = {
-    {"run", run_main, run_usage},
-    {"bench", bench_main, bench_usage},
-    {"stats", stats_main, stats_usage},
-    {"ab", ab_main, ab_usage},
-    {"coverage", coverage_main, coverage_usage},
-    {"check-config", check_config_main, check_config_usage},
-    {"bench-worker", bench_worker_main, nullptr},
-    {"gen-docs", gen_docs_main, nullptr},
+    {"run", run_main, run_usage, full_usage},
+    {"bench", bench_main, bench_usage, full_usage},
+    {"stats", stats_main, stats_usage, stats_usage},
+    {"ab", ab_main, ab_usage, ab_usage},
+    {"coverage", coverage_main, coverage_usage, full_usage},
+    {"check-config", check_config_main, check_config_usage, full_usage},
+    {"bench-worker", bench_worker_main, nullptr, nullptr},
+    {"gen-docs", gen_docs_main, nullptr, nullptr},
 };
 
 std::string environment_help() {
@@ -105,8 +106,16 @@ int dispatch(Args args) {
         fmt::print("pipespin {}\n", PIPESPIN_VERSION);
         return kExitOk;
     }
-    for (const Command& c : kCommands)
-        if (c.name == first) return c.main(args.subspan(1));
+    for (const Command& c : kCommands) {
+        if (c.name != first) continue;
+        try {
+            return c.main(args.subspan(1));
+        } catch (const HelpRequested&) {
+            if (c.help == nullptr) throw;
+            std::fputs(c.help().c_str(), stdout);
+            return kExitOk;
+        }
+    }
     if (first.starts_with("-"))
         throw UsageError(fmt::format("unknown option '{}'", printable(first)));
     throw UsageError(fmt::format("unknown command '{}'", printable(first)));

@@ -1,6 +1,6 @@
 // `pipespin bench matrix`: the pieces its files share.
 //
-//   cli_matrix.cpp     arguments, --help, and the rounds (what runs when)
+//   cli_matrix.cpp     arguments, --help text, and the rounds (what runs when)
 //   matrix_cases.cpp   the case catalogue: command lines, scales, set-up
 //   matrix_run.cpp     running one sample and measuring it; summaries
 //   matrix_checks.cpp  the acceptance checks
@@ -17,9 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common.h"
+#include "environment.h"
 #include "matrix_verdict.h"
 #include "plot.h"
+#include "statistics.h"
 
 namespace pipespin::cli::matrix {
 
@@ -74,7 +75,7 @@ struct Case {
     std::string shown{};  // the command as the Markdown shows it, when argv is unreadable
 };
 
-// The parameters of the issues, and a scaled-down set for smoke tests.
+// The full parameters, and a scaled-down set for smoke tests.
 struct Scale {
     std::uint64_t perf_loops, hackbench_loops, stream_loops, dd_blocks, seq_lines, sparse_bytes;
     std::uint64_t shell_loops;              // cmdsubst's substitutions, xargs' processes
@@ -85,8 +86,6 @@ extern const Scale kFull, kQuick;
 
 std::vector<Case> all_cases(const Scale& s);
 std::vector<std::string> case_ids();
-// The Debian package a tool comes from, for "not installed" notes.
-std::string_view package_of(std::string_view tool);
 std::string_view floor_about(Floor f);
 std::vector<std::string> floor_argv(const Case& c);
 // Writes the case's files into a directory under `workdir` (which outlives
@@ -164,13 +163,6 @@ struct Report {
 };
 
 // ---- matrix_run.cpp ---------------------------------------------------------
-
-// Where a tool is, or why it cannot be used.
-struct Located {
-    std::optional<std::string> path;
-    std::string note;  // why it is missing, or what was used instead of the obvious
-};
-Located locate(std::string_view tool, const Environment& env);
 
 Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env);
 // One floor sample, in µs per operation, run in the no-shim environment.

@@ -1,11 +1,8 @@
 // bench matrix's case catalogue: what each case runs, at which scale, and
-// what it needs before it runs. The parameters are the issues': perf bench
-// and hackbench for ping-pong and fan-out, pipelines (dd | cat, seq | wc),
-// a sparse producer, the short-lived pipes and processes of shells and make
-// (issue 13), a Python ping-pong whose placement matters (issue 15), and
-// the shim's start-up footprint.
-#include <sys/wait.h>
-
+// what it needs before it runs: perf bench and hackbench for ping-pong and
+// fan-out, pipelines (dd | cat, seq | wc), a sparse producer, the
+// short-lived pipes and processes of shells and make, a Python ping-pong
+// whose placement matters, and the shim's start-up footprint.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +11,7 @@
 
 #include "cli.h"
 #include "matrix.h"
+#include "spawn.h"
 
 namespace pipespin::cli::matrix {
 namespace fs = std::filesystem;
@@ -47,10 +45,10 @@ namespace {
 
 // hackbench's default: each group has 20 senders and 20 receivers (-f).
 constexpr std::uint64_t kHackbenchFds = 20;
-// make-j's jobs: the issue's `make -j4`.
+// make-j's jobs: `make -j4`, a typical parallel build on a small host.
 constexpr int kMakeJobs = 4;
 
-// The Python ping-pong of issue 15: a forked child echoes each byte of one
+// The Python ping-pong: a forked child echoes each byte of one
 // os.pipe into another; N round trips after N/10 of warm-up, timed by the
 // parent. Every N/100th round trip both sides note the CPU they run on
 // (sched_getcpu through ctypes: no syscall, from the vDSO or rseq; else
@@ -112,17 +110,6 @@ if status != 0 or len(theirs) != len(mine):
              % (status, len(theirs), len(mine)))
 print('%.4f %d %d' % ((t1 - t0) / n * 1e6, sum(a == b for a, b in zip(mine, theirs)), len(mine)))
 )";
-
-struct ToolPackage {
-    std::string_view tool, package;
-};
-constexpr ToolPackage kPackages[] = {
-    {"perf", "linux-perf"}, {"hackbench", "rt-tests"}, {"gnuplot", "gnuplot-nox"},
-    {"sh", "dash"},         {"bash", "bash"},          {"dd", "coreutils"},
-    {"cat", "coreutils"},   {"seq", "coreutils"},      {"wc", "coreutils"},
-    {"true", "coreutils"},  {"sleep", "coreutils"},    {"xargs", "findutils"},
-    {"make", "make"},       {"python3", "python3"},
-};
 
 std::string_view floor_loop(Floor f) {
     return f == Floor::RoundTrips ? "floor" : "floor-blocks";
@@ -279,12 +266,6 @@ std::vector<std::string> case_ids() {
     return ids;
 }
 
-std::string_view package_of(std::string_view tool) {
-    for (const ToolPackage& t : kPackages)
-        if (t.tool == tool) return t.package;
-    return "?";
-}
-
 std::string_view floor_about(Floor f) {
     return f == Floor::RoundTrips ? "1-byte round trips over two pipes within one thread"
                                   : "64 KiB blocks written into a pipe and read back within one "
@@ -314,12 +295,12 @@ void prepare_case(Case& c, const std::string& workdir, const std::string& tool,
     }
     std::replace(c.argv.begin(), c.argv.end(), std::string(kCaseDir), dir.string());
     if (c.argv[0] != "make") return;
-    // GNU make 4.4 made a named FIFO its default jobserver; the issue's is
-    // the pipe that older makes use, which 4.4 still offers on request.
+    // GNU make 4.4 and later default to a named FIFO for the jobserver; the
+    // case measures the anonymous pipe, which they offer on request and
+    // which older makes always use.
     const Measured m =
         spawn_measure(tool, {"make", "--jobserver-style=pipe", "--version"}, env, {true, true});
-    if (WIFEXITED(m.wait_status) && WEXITSTATUS(m.wait_status) == 0)
-        c.argv.insert(c.argv.begin() + 1, "--jobserver-style=pipe");
+    if (exited_ok(m.wait_status)) c.argv.insert(c.argv.begin() + 1, "--jobserver-style=pipe");
 }
 
 }  // namespace pipespin::cli::matrix

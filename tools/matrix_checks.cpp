@@ -1,4 +1,4 @@
-// bench matrix: the acceptance checks, each a threshold from an issue
+// bench matrix: the acceptance checks, each a threshold the shim is held to,
 // applied to ratios (or differences) of medians measured in the same run.
 // The arithmetic of a verdict is matrix_verdict.h's; what is compared with
 // what is here.
@@ -141,7 +141,7 @@ std::vector<Check> acceptance(const Report& rep) {
         k.add("footprint", fmt::format("KiB of VmRSS added to `sleep 1`, {}", kArms[arm].name),
               false, 256, [&](const CaseRun& r) { return added(rep, r, arm); });
 
-    // Issue 15: per placement of the no-shim run, and where it was slow.
+    // py-pingpong: per placement of the no-shim run, and where it was slow.
     const CaseRun* py = find_run(rep, "py-pingpong");
     const std::string slow = fmt::format("no shim ≥ {:g} µs", kSlowRoundTripUs);
     auto group_ratio = [&](const RoundGroup& g) {

@@ -29,12 +29,14 @@ Chart matrix_chart(const Report& rep) {
         rows += "\n";
     }
     const std::size_t arms = rep.arms.size();
-    Chart c;
-    c.width = 1400;
-    c.body =
-        gnuplot_datablock("ratios", rows) +
-        fmt::format(
-            "set title {}\n"
+    return {
+        .width = 1400,
+        .data = gnuplot_datablock("ratios", rows),
+        .title = fmt::format(
+            "pipespin bench matrix: wall-time speed-up per case (no shim / arm), median of {} "
+            "round(s){}",
+            rep.args->rounds, rep.args->quick ? " (--quick)" : ""),
+        .commands = fmt::format(
             "set style data histograms\n"
             "set style histogram clustered gap 1\n"
             "set style fill solid 0.85 border -1\n"
@@ -49,14 +51,11 @@ Chart matrix_chart(const Report& rep) {
             "plot for [i=2:{}] $ratios using i:xtic(1), \\\n"
             "     for [i=2:{}] $ratios using ($0 + (i - {:.1f}) / {:.1f}):i:(sprintf('%.2f', "
             "column(i))) with labels font ',7' offset 0,0.6 notitle\n",
-            gnuplot_string(fmt::format("pipespin bench matrix: wall-time speed-up per case (no "
-                                       "shim / arm), median of {} round(s){}",
-                                       rep.args->rounds, rep.args->quick ? " (--quick)" : "")),
             lo / 1.6, hi * 1.6, arms + 1, arms + 1,
             // Bar i of a cluster of `arms` with a gap of 1 sits at (i - centre) / (arms + 1);
             // written with a decimal point, or gnuplot divides integers.
-            2 + (static_cast<double>(arms) - 1) / 2, static_cast<double>(arms) + 1);
-    return c;
+            2 + (static_cast<double>(arms) - 1) / 2, static_cast<double>(arms) + 1),
+    };
 }
 
 }  // namespace pipespin::cli::matrix

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "json_writer.h"
 #include "matrix.h"
+#include "text.h"
 
 namespace pipespin::cli::matrix {
 namespace {
@@ -235,72 +237,93 @@ std::string acceptance_table(const Report& rep) {
     return md;
 }
 
-std::string json_number(std::optional<double> v, int digits = 4) {
-    return v && std::isfinite(*v) ? fmt::format("{:.{}f}", *v, digits) : "null";
-}
-
 template <typename Field>
 std::string sample_list(const ArmResult& a, Field field) {
     std::vector<std::string> v;
     for (const Sample& s : a.samples) v.push_back(field(s));
-    return fmt::format("[{}]", fmt::join(v, ","));
+    return json_array(v);
+}
+
+// One figure of every sample, with `digits` decimals: [a,b,...].
+std::string sample_figures(const ArmResult& a, double Sample::*field, int digits) {
+    std::vector<double> v;
+    for (const Sample& s : a.samples) v.push_back(s.*field);
+    return json_fixed_array(v, digits);
 }
 
 std::string arm_json(const CaseRun& r, std::size_t i) {
     const ArmResult& a = r.arms[i];
     const auto ops = static_cast<double>(r.spec.ops);
-    auto num = [](double v) { return fmt::format("{:.1f}", v); };
-    std::string placement;
+    JsonObject o;
+    o.str("name", kArms[i].name)
+        .fixed("median_wall_us", a.wall.median, 1)
+        .fixed("median_cpu_us", a.cpu.median, 1)
+        .fixed("wall_ratio", a.wall_ratio, 4)
+        .fixed("cpu_ratio", a.cpu_ratio, 4)
+        .fixed("cpu_us_per_op", a.cpu.median / ops, 4)
+        .fixed("median_vol_cs", a.vol_cs.median, 1)
+        .fixed("median_invol_cs", a.invol_cs.median, 1)
+        .fixed("vol_cs_per_op", a.vol_cs.median / ops, 6)
+        .fixed("invol_cs_per_op", a.invol_cs.median / ops, 6)
+        .raw("median_figure",
+             json_fixed(a.figure ? std::optional(a.figure->median) : std::nullopt, 4))
+        .raw("wall_us", sample_figures(a, &Sample::wall_us, 1))
+        .raw("cpu_us", sample_figures(a, &Sample::cpu_us, 1))
+        .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
+        .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
+        .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
     if (r.spec.figure == Figure::PlacedUsPerOp)
-        placement = fmt::format(
-            ",\"same_cpu\":{},\"cpu_samples\":{}",
-            sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }),
-            sample_list(a, [](const Sample& s) { return std::to_string(s.cpu_samples); }));
-    return fmt::format(
-        "{{\"name\":{},\"median_wall_us\":{:.1f},\"median_cpu_us\":{:.1f},"
-        "\"wall_ratio\":{:.4f},\"cpu_ratio\":{:.4f},\"cpu_us_per_op\":{:.4f},"
-        "\"median_vol_cs\":{:.1f},\"median_invol_cs\":{:.1f},\"vol_cs_per_op\":{:.6f},"
-        "\"invol_cs_per_op\":{:.6f},\"median_figure\":{},\"wall_us\":{},\"cpu_us\":{},"
-        "\"vol_cs\":{},\"invol_cs\":{},\"figure\":{}{}}}",
-        json_string(kArms[i].name), a.wall.median, a.cpu.median, a.wall_ratio, a.cpu_ratio,
-        a.cpu.median / ops, a.vol_cs.median, a.invol_cs.median, a.vol_cs.median / ops,
-        a.invol_cs.median / ops,
-        json_number(a.figure ? std::optional(a.figure->median) : std::nullopt),
-        sample_list(a, [&](const Sample& s) { return num(s.wall_us); }),
-        sample_list(a, [&](const Sample& s) { return num(s.cpu_us); }),
-        sample_list(a, [&](const Sample& s) { return num(s.vol_cs); }),
-        sample_list(a, [&](const Sample& s) { return num(s.invol_cs); }),
-        sample_list(a, [](const Sample& s) { return json_number(s.figure); }), placement);
+        o.raw("same_cpu",
+              sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }))
+            .raw("cpu_samples",
+                 sample_list(a, [](const Sample& s) { return std::to_string(s.cpu_samples); }));
+    return o.text();
 }
 
 std::string case_json(const Report& rep, const CaseRun& r) {
     std::vector<std::string> arms;
     for (std::size_t i : rep.arms) arms.push_back(arm_json(r, i));
     std::string floor = "null";
-    if (r.floor) {
-        std::vector<std::string> us;
-        for (double v : r.floor_samples) us.push_back(fmt::format("{:.4f}", v));
-        floor = fmt::format(
-            "{{\"command\":{},\"median_us_per_op\":{:.4f},\"us_per_op\":[{}],\"bound\":{}}}",
-            json_string(shell_join(floor_argv(r.spec))), r.floor->median, fmt::join(us, ","),
-            json_number(r.bound));
-    }
+    if (r.floor)
+        floor = JsonObject()
+                    .str("command", shell_join(floor_argv(r.spec)))
+                    .fixed("median_us_per_op", r.floor->median, 4)
+                    .raw("us_per_op", json_fixed_array(r.floor_samples, 4))
+                    .raw("bound", json_fixed(r.bound, 4))
+                    .text();
     std::vector<std::string> groups;
     for (const RoundGroup& g : r.groups) {
-        std::vector<std::string> medians;
-        for (std::size_t i : rep.arms)
-            medians.push_back(fmt::format("{}:{:.4f}", json_string(kArms[i].name), g.median[i]));
-        groups.push_back(fmt::format("{{\"name\":{},\"rounds\":[{}],\"median\":{{{}}}}}",
-                                     json_string(g.name), fmt::join(g.rounds, ","),
-                                     fmt::join(medians, ",")));
+        JsonObject medians;
+        for (std::size_t i : rep.arms) medians.fixed(kArms[i].name, g.median[i], 4);
+        groups.push_back(JsonObject()
+                             .str("name", g.name)
+                             .raw("rounds", fmt::format("[{}]", fmt::join(g.rounds, ",")))
+                             .raw("median", medians.text())
+                             .text());
     }
-    return fmt::format(
-        "{{\"id\":{},\"command\":{},\"ops\":{},\"op\":{},\"cpu\":{},\"arms\":[{}],"
-        "\"floor\":{},\"groups\":[{}]}}",
-        json_string(r.spec.id), json_string(shell_join(r.spec.argv)), r.spec.ops,
-        json_string(r.spec.op),
-        json_string(r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree"),
-        fmt::join(arms, ","), floor, fmt::join(groups, ","));
+    return JsonObject()
+        .str("id", r.spec.id)
+        .str("command", shell_join(r.spec.argv))
+        .num("ops", r.spec.ops)
+        .str("op", r.spec.op)
+        .str("cpu", r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree")
+        .raw("arms", json_array(arms))
+        .raw("floor", floor)
+        .raw("groups", json_array(groups))
+        .text();
+}
+
+std::string check_json(const Check& c) {
+    return JsonObject()
+        .str("check", c.what)
+        .str("value", c.value)
+        .str("threshold", c.threshold)
+        .raw("bound", json_fixed(c.bound, 4))
+        .str("result", verdict_name(c.verdict))
+        .raw("pass", c.verdict == Verdict::Pass   ? "true"
+                     : c.verdict == Verdict::Fail ? "false"
+                                                  : "null")
+        .text();
 }
 
 }  // namespace
@@ -321,34 +344,34 @@ std::string markdown(const Report& rep) {
 }
 
 std::string json(const Report& rep) {
-    std::vector<std::string> cases;
+    std::vector<std::string> cases, checks, notes, arms;
     for (const CaseRun& r : rep.runs) cases.push_back(case_json(rep, r));
-    std::vector<std::string> checks;
-    for (const Check& c : acceptance(rep))
-        checks.push_back(
-            fmt::format("{{\"check\":{},\"value\":{},\"threshold\":{},\"bound\":{},\"result\":{},"
-                        "\"pass\":{}}}",
-                        json_string(c.what), json_string(c.value), json_string(c.threshold),
-                        json_number(c.bound), json_string(verdict_name(c.verdict)),
-                        c.verdict == Verdict::Pass   ? "true"
-                        : c.verdict == Verdict::Fail ? "false"
-                                                     : "null"));
-    std::vector<std::string> notes, arms;
+    for (const Check& c : acceptance(rep)) checks.push_back(check_json(c));
     for (const std::string& n : rep.notes) notes.push_back(json_string(n));
     for (std::size_t i : rep.arms) arms.push_back(json_string(kArms[i].name));
-    return fmt::format(
-        "{{\"benchmark\":\"matrix\",\"command\":{},\"date\":{},\"system\":{},\"cpu_model\":{},"
-        "\"online_cpus\":{},\"usable_cpus\":{},\"load_before\":{},\"load_after\":{},"
-        "\"library\":{},\"empty_library\":{},\"bss_bytes\":{},\"spin_us\":{},\"rounds\":{},"
-        "\"quick\":{},\"elapsed_s\":{:.1f},\"arms\":[{}],\"notes\":[{}],\"cases\":[{}],"
-        "\"acceptance\":[{}]}}\n",
-        json_string(rep.command), json_string(rep.host.date), json_string(rep.host.system),
-        json_string(rep.host.cpu_model), rep.host.online_cpus, rep.host.usable_cpus,
-        json_string(rep.host.load_before), json_string(rep.host.load_after),
-        json_string(rep.library), rep.empty_library ? json_string(*rep.empty_library) : "null",
-        rep.bss_bytes ? std::to_string(*rep.bss_bytes) : "null", rep.spin_us, rep.args->rounds,
-        rep.args->quick, rep.elapsed_s, fmt::join(arms, ","), fmt::join(notes, ","),
-        fmt::join(cases, ","), fmt::join(checks, ","));
+    return JsonObject()
+               .str("benchmark", "matrix")
+               .str("command", rep.command)
+               .str("date", rep.host.date)
+               .str("system", rep.host.system)
+               .str("cpu_model", rep.host.cpu_model)
+               .num("online_cpus", rep.host.online_cpus)
+               .num("usable_cpus", rep.host.usable_cpus)
+               .str("load_before", rep.host.load_before)
+               .str("load_after", rep.host.load_after)
+               .str("library", rep.library)
+               .raw("empty_library", rep.empty_library ? json_string(*rep.empty_library) : "null")
+               .raw("bss_bytes", rep.bss_bytes ? std::to_string(*rep.bss_bytes) : "null")
+               .num("spin_us", rep.spin_us)
+               .num("rounds", rep.args->rounds)
+               .num("quick", rep.args->quick)
+               .fixed("elapsed_s", rep.elapsed_s, 1)
+               .raw("arms", json_array(arms))
+               .raw("notes", json_array(notes))
+               .raw("cases", json_array(cases))
+               .raw("acceptance", json_array(checks))
+               .text() +
+           "\n";
 }
 
 }  // namespace pipespin::cli::matrix

@@ -6,9 +6,9 @@
 // stages, perf and hackbench for their workers). The sparse case is the
 // exception for CPU: its CPU is the consumer's own, which the worker reports,
 // since the point there is what waiting costs the side that waits.
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -25,50 +24,12 @@
 #include "cli.h"
 #include "matrix.h"
 #include "platform/sys.h"
+#include "spawn.h"
+#include "text.h"
 
 namespace pipespin::cli::matrix {
-namespace fs = std::filesystem;
 
 namespace {
-
-std::string kernel_release() {
-    utsname u{};
-    return ::uname(&u) == 0 ? u.release : "?";
-}
-
-// Debian's /usr/bin/perf has been a wrapper that runs perf_X.Y for the
-// running kernel and, when there is none, prints "WARNING: perf not found for
-// kernel X.Y" and fails. Then the newest perf_* beside it is the real one.
-Located locate_perf(const std::string& wrapper, const Environment& env) {
-    auto works = [&](const std::string& path) {
-        Measured m = spawn_measure(path, {"perf", "version"}, env, {true, true});
-        return std::make_pair(WIFEXITED(m.wait_status) && WEXITSTATUS(m.wait_status) == 0,
-                              m.out + m.err);
-    };
-    auto [ok, said] = works(wrapper);
-    if (ok && said.find("perf not found for kernel") == std::string::npos) return {wrapper, ""};
-    if (said.find("perf not found for kernel") == std::string::npos)
-        return {std::nullopt, fmt::format("'{} version' failed: {}", wrapper,
-                                          printable(said.substr(0, said.find('\n'))))};
-
-    const fs::path dir = fs::path(wrapper).parent_path();
-    std::string newest;
-    std::error_code ec;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.starts_with("perf_") && ::access(e.path().c_str(), X_OK) == 0 &&
-            (newest.empty() || ::strverscmp(name.c_str(), newest.c_str()) > 0))
-            newest = name;
-    }
-    if (newest.empty() || !works((dir / newest).string()).first)
-        return {std::nullopt,
-                fmt::format("{} is Debian's wrapper and finds no perf for kernel {}, nor a "
-                            "working perf_* beside it",
-                            wrapper, kernel_release())};
-    return {(dir / newest).string(),
-            fmt::format("{} finds no perf for kernel {}; using {}", wrapper, kernel_release(),
-                        (dir / newest).string())};
-}
 
 // The number on the line that holds `label`, just before it (perf's
 // "35.9 usecs/op") or just after it (hackbench's "Time: 1.02").
@@ -175,19 +136,6 @@ bool Report::runs_arm(std::size_t arm) const {
     return std::find(arms.begin(), arms.end(), arm) != arms.end();
 }
 
-Located locate(std::string_view tool, const Environment& env) {
-    std::optional<std::string> path = resolve_command(tool);
-    if (!path)
-        return {std::nullopt,
-                fmt::format("{} is not installed (Debian package: {})", tool, package_of(tool))};
-    if (tool == "perf") {
-        Located perf = locate_perf(*path, env);
-        if (!perf.path) perf.note += fmt::format(" (Debian package: {})", package_of(tool));
-        return perf;
-    }
-    return {path, ""};
-}
-
 Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) {
     const Case& c = run.spec;
     if (c.figure == Figure::RssKib) return measure_rss(run, arm, env);
@@ -202,8 +150,7 @@ Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) 
         return Failure(kExitFailure, fmt::format("{}: {} ({}) {}{}{}", kCommand, c.id, arm.name,
                                                  why, err.empty() ? "" : "; its stderr:\n", err));
     };
-    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0)
-        throw fail(describe_wait_status(m.wait_status));
+    if (!exited_ok(m.wait_status)) throw fail(describe_wait_status(m.wait_status));
 
     Sample s{.wall_us = m.wall_us,
              .cpu_us = m.cpu_us,
@@ -242,7 +189,7 @@ double run_floor(const std::string& exe, const CaseRun& run, const Environment& 
     const Measured m =
         spawn_measure(exe, floor_argv(run.spec), env, {.null_stdin = true, .capture_stderr = true});
     const std::optional<double> us = parse_decimal(m.out);
-    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 || !us || !(*us > 0))
+    if (!exited_ok(m.wait_status) || !us || !(*us > 0))
         throw Failure(
             kExitFailure,
             fmt::format("{}: {} (floor) {}, printed '{}'; its stderr: {}", kCommand, run.spec.id,
@@ -262,8 +209,7 @@ void check_preload(const std::string& cat, const Report& rep, const ArmEnvironme
             return lib && m.out.find(*lib) != std::string::npos;
         };
         const bool shim = mapped(rep.library), empty = mapped(rep.empty_library);
-        if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
-            shim != arm.mode.has_value() || empty != arm.empty_preload)
+        if (!exited_ok(m.wait_status) || shim != arm.mode.has_value() || empty != arm.empty_preload)
             throw Failure(kExitSetup,
                           fmt::format("{}: in the '{}' arm, cat(1) maps {}{}; stderr: {}", kCommand,
                                       arm.name, shim ? rep.library : "no shim",

@@ -60,8 +60,8 @@ constexpr std::optional<Placement> classify_placement(int same, int total) {
 }
 
 // A plain round trip this slow has its ends on two CPUs and a sleeping
-// wake-up between them, which is what a spin saves (issue 15: there a spin
-// must win at least 3x).
+// wake-up between them, which is what a spin saves (there a spin must win
+// at least 3x).
 inline constexpr double kSlowRoundTripUs = 15;
 
 constexpr std::string_view placement_name(Placement p) {

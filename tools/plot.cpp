@@ -1,7 +1,5 @@
 #include "plot.h"
 
-#include <sys/wait.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +9,9 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "spawn.h"
+#include "text.h"
+#include "tool_lookup.h"
 
 namespace pipespin::cli {
 namespace fs = std::filesystem;
@@ -28,8 +29,9 @@ std::string png_of(const std::string& path) {
 std::string script_text(const Chart& chart, const std::string& png) {
     return fmt::format(
         "set terminal pngcairo size {},{} noenhanced font 'sans,10'\n"
-        "set output {}\n{}",
-        chart.width, chart.height, gnuplot_string(png), chart.body);
+        "set output {}\n{}set title {}\n{}",
+        chart.width, chart.height, gnuplot_string(png), chart.data, gnuplot_string(chart.title),
+        chart.commands);
 }
 
 }  // namespace
@@ -48,6 +50,15 @@ bool chart_is_script(std::string_view path) {
     return path.size() > kScriptSuffix.size() && path.ends_with(kScriptSuffix);
 }
 
+std::optional<std::string> gnuplot_for(std::string_view command, std::string_view path) {
+    if (chart_is_script(path)) return std::nullopt;
+    std::optional<std::string> gnuplot = resolve_command("gnuplot");
+    if (!gnuplot)
+        throw Failure(kExitFailure, fmt::format("{}: --plot needs gnuplot (Debian package {})",
+                                                command, package_of("gnuplot")));
+    return gnuplot;
+}
+
 void write_chart(std::string_view command, const Chart& chart, const std::string& path,
                  const std::optional<std::string>& gnuplot, const Environment& env) {
     const std::string png = png_of(path);
@@ -56,8 +67,8 @@ void write_chart(std::string_view command, const Chart& chart, const std::string
         std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"),
                                                           std::fclose);
         if (!f || std::fputs(script.c_str(), f.get()) < 0 || std::fflush(f.get()) != 0)
-            throw Failure(kExitFailure, fmt::format("{}: cannot write {}: {}", command, path,
-                                                    std::strerror(errno)));
+            throw Failure(kExitFailure, fmt::format("{}: cannot write {}: {}", command,
+                                                    printable(path), std::strerror(errno)));
         return;
     }
     if (!gnuplot) throw std::logic_error("write_chart: a PNG without gnuplot");
@@ -67,8 +78,7 @@ void write_chart(std::string_view command, const Chart& chart, const std::string
     // and names its line.
     const Measured m = spawn_measure(*gnuplot, {"gnuplot", "/dev/stdin"}, env,
                                      {.capture_stderr = true, .input = script});
-    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
-        fs::file_size(png, ec) == 0 || ec)
+    if (!exited_ok(m.wait_status) || fs::file_size(png, ec) == 0 || ec)
         throw Failure(kExitFailure,
                       fmt::format("{}: gnuplot {} and did not write {}: {}", command,
                                   describe_wait_status(m.wait_status), png, printable(m.err)));

@@ -1,12 +1,11 @@
-// What the ELF headers say: whether the dynamic loader will preload into a
-// program, and how much zero-filled memory a library maps (its bss).
-//
 // Will the dynamic loader preload into this program? It will not when no
 // loader runs (a static executable: no PT_INTERP program header), when the
 // kernel starts the program in secure-execution mode (setuid/setgid to
 // someone else, file capabilities), or when the program is of another ELF
 // class than the library. Each of those runs the program silently without
 // the shim, which is exactly what a user must be told before a measurement.
+#include "preload_check.h"
+
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -22,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "common.h"
+#include "library.h"
 
 namespace pipespin::cli {
 namespace {

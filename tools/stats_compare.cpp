@@ -1,29 +1,23 @@
 #include "stats_compare.h"
 
-#include <sys/wait.h>
-
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <map>
-#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "ab_stats.h"
 #include "cli.h"
-#include "common.h"
+#include "json_writer.h"
+#include "plot.h"
+#include "statistics.h"
+#include "text.h"
 
 namespace pipespin::cli {
-namespace fs = std::filesystem;
 
 namespace {
 
 constexpr int kControl = 0, kTreatment = 1;
-constexpr const char* kArms[2] = {"control", "treatment"};
 constexpr const char* kAll = "(all)";
 
 // One sample: a process image or a switchback period.
@@ -212,12 +206,6 @@ std::string bucket_label(int b) {
     return b == kWaitBuckets - 1 ? "≥" + at : at;
 }
 
-std::string gnuplot_string(std::string_view s) {
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-    return out + "'";
-}
-
 // The share of an arm's waits in each bucket (all ends together), in %.
 std::vector<double> shares(const WaitHist (&w)[kWaitEnds]) {
     std::vector<double> out(kWaitBuckets, 0);
@@ -231,10 +219,9 @@ std::vector<double> shares(const WaitHist (&w)[kWaitEnds]) {
     return out;
 }
 
-// The script: the data inline, so that FILE.gp alone redraws the chart (and
-// a test renders it as a table to compare with the --json figures).
-std::string plot_script(const Group& g, const Result& wall, const CompareArgs& a,
-                        const std::string& png) {
+// The chart: the data inline, so that FILE.gp alone redraws it (and a test
+// renders it as a table to compare with the --json figures).
+Chart waits_chart(const Group& g, const Result& wall, const CompareArgs& a) {
     std::uint64_t n[2] = {};
     for (int arm : {kControl, kTreatment})
         for (const WaitHist& h : g.waits[arm]) n[arm] += h.count();
@@ -246,96 +233,71 @@ std::string plot_script(const Group& g, const Result& wall, const CompareArgs& a
         wall.test ? fmt::format("wall per call {:.3f} [{:.3f}, {:.3f}]: {}", wall.test->ratio,
                                 wall.test->ci_low, wall.test->ci_high, wall.test->verdict)
                   : std::string("too few samples for a verdict");
-    return fmt::format(
-        "set terminal pngcairo size 1000,600 noenhanced font 'sans,10'\n"
-        "set output {}\n"
-        "$waits << EOD\n{}EOD\n"
-        "set title {}\n"
-        "set ylabel 'share of the arm''s waits (%)'\n"
-        "set xlabel 'wait duration (log2 buckets, from)'\n"
-        "set xrange [-0.6:{}]\n"
-        "set yrange [0:*]\n"
-        "set xtics rotate by -45\n"
-        "set grid ytics\n"
-        "set style fill solid 0.5 border -1\n"
-        "set boxwidth 0.4\n"
-        "plot $waits using ($1-0.2):2:xtic(4) with boxes lc rgb '#4060c0' title {}, \\\n"
-        "     $waits using ($1+0.2):3 with boxes lc rgb '#c04040' title {}\n",
-        gnuplot_string(png), rows,
-        gnuplot_string(
+    return {
+        .width = 1000,
+        .data = gnuplot_datablock("waits", rows),
+        .title =
             fmt::format("pipespin stats --compare: {}: waits by duration; {}{}", g.program, verdict,
-                        a.margin > 0 ? fmt::format(" (margin {:g}%)", a.margin * 100) : "")),
-        kWaitBuckets - 0.4, gnuplot_string(fmt::format("control ({} waits)", n[kControl])),
-        gnuplot_string(fmt::format("treatment ({} waits)", n[kTreatment])));
-}
-
-bool is_script(std::string_view path) {
-    return path.size() > 3 && path.ends_with(".gp");
-}
-
-void draw_plot(const Group& g, const Result& wall, const CompareArgs& a) {
-    const std::string& path = *a.plot;
-    const std::string png = is_script(path) ? path.substr(0, path.size() - 3) + ".png" : path;
-    const std::string script = plot_script(g, wall, a, png);
-    if (is_script(path)) {
-        std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"),
-                                                          std::fclose);
-        if (!f || std::fputs(script.c_str(), f.get()) < 0 || std::fflush(f.get()) != 0)
-            throw Failure(kExitFailure, fmt::format("stats: cannot write {}: {}", printable(path),
-                                                    std::strerror(errno)));
-        return;
-    }
-    const std::optional<std::string> gnuplot = resolve_command("gnuplot");
-    if (!gnuplot)
-        throw Failure(kExitFailure, "stats: --plot needs gnuplot (Debian package gnuplot-nox)");
-    const fs::path dir = fs::temp_directory_path() / fmt::format("pipespin-compare.{}", ::getpid());
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    const fs::path gp = dir / "compare.gp";
-    {
-        std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(gp.c_str(), "w"), std::fclose);
-        if (!f || std::fputs(script.c_str(), f.get()) < 0 || std::fflush(f.get()) != 0)
-            throw Failure(kExitFailure, fmt::format("stats: cannot write {}", gp.string()));
-    }
-    fs::remove(png, ec);  // so that its existence afterwards is gnuplot's doing
-    const Measured m = spawn_measure(*gnuplot, {"gnuplot", gp.string()}, Environment::current(),
-                                     {.null_stdin = true, .capture_stderr = true});
-    fs::remove_all(dir, ec);
-    if (!WIFEXITED(m.wait_status) || WEXITSTATUS(m.wait_status) != 0 ||
-        fs::file_size(png, ec) == 0 || ec)
-        throw Failure(kExitFailure,
-                      fmt::format("stats: gnuplot {} and did not write {}: {}",
-                                  describe_wait_status(m.wait_status), png, printable(m.err)));
+                        a.margin > 0 ? fmt::format(" (margin {:g}%)", a.margin * 100) : ""),
+        .commands = fmt::format(
+            "set ylabel 'share of the arm''s waits (%)'\n"
+            "set xlabel 'wait duration (log2 buckets, from)'\n"
+            "set xrange [-0.6:{}]\n"
+            "set yrange [0:*]\n"
+            "set xtics rotate by -45\n"
+            "set grid ytics\n"
+            "set style fill solid 0.5 border -1\n"
+            "set boxwidth 0.4\n"
+            "plot $waits using ($1-0.2):2:xtic(4) with boxes lc rgb '#4060c0' title {}, \\\n"
+            "     $waits using ($1+0.2):3 with boxes lc rgb '#c04040' title {}\n",
+            kWaitBuckets - 0.4, gnuplot_string(fmt::format("control ({} waits)", n[kControl])),
+            gnuplot_string(fmt::format("treatment ({} waits)", n[kTreatment]))),
+    };
 }
 
 // ---- output -------------------------------------------------------------------
 
 std::string group_json(const Group& g, const CompareArgs& a) {
-    std::vector<std::string> measures;
+    JsonObject measures;
     for (const Measure& m : kMeasures) {
         const Result r = evaluate(g, m, a);
-        std::string test = "\"ratio\":null,\"ci_low\":null,\"ci_high\":null,\"verdict\":null";
+        auto arm = [&](int i) {
+            return JsonObject()
+                .num("samples", r.values[i].size())
+                .raw("median", r.values[i].empty() ? "null" : number_json(r.median(i)))
+                .text();
+        };
+        JsonObject measure;
+        measure.raw("control", arm(kControl)).raw("treatment", arm(kTreatment));
         if (r.test)
-            test = fmt::format("\"ratio\":{},\"ci_low\":{},\"ci_high\":{},\"verdict\":{}",
-                               number_json(r.test->ratio), number_json(r.test->ci_low),
-                               number_json(r.test->ci_high), json_string(r.test->verdict));
-        measures.push_back(fmt::format(
-            "\"{}\":{{\"control\":{{\"samples\":{},\"median\":{}}},\"treatment\":{{\"samples\":{},"
-            "\"median\":{}}},{}}}",
-            m.key, r.values[kControl].size(),
-            r.values[kControl].empty() ? "null" : number_json(r.median(kControl)),
-            r.values[kTreatment].size(),
-            r.values[kTreatment].empty() ? "null" : number_json(r.median(kTreatment)), test));
+            measure.raw("ratio", number_json(r.test->ratio))
+                .raw("ci_low", number_json(r.test->ci_low))
+                .raw("ci_high", number_json(r.test->ci_high))
+                .str("verdict", r.test->verdict);
+        else
+            measure.raw("ratio", "null")
+                .raw("ci_low", "null")
+                .raw("ci_high", "null")
+                .raw("verdict", "null");
+        measures.raw(m.key, measure.text());
     }
-    return fmt::format(
-        "{{\"program\":{},\"samples\":{{\"control\":{},\"treatment\":{}}},\"processes\":{},"
-        "\"periods\":{},\"relative\":{},\"too_few\":{},\"measures\":{{{}}},\"waits\":{{"
-        "\"control\":{},\"treatment\":{}}}}}",
-        json_string(g.program), g.samples[kControl].size(), g.samples[kTreatment].size(),
-        g.processes, g.periods, !g.parts.empty(),
-        g.samples[kControl].size() < kCompareMinSamples ||
-            g.samples[kTreatment].size() < kCompareMinSamples,
-        fmt::join(measures, ","), waits_json(g.waits[kControl]), waits_json(g.waits[kTreatment]));
+    return JsonObject()
+        .str("program", g.program)
+        .raw("samples", JsonObject()
+                            .num("control", g.samples[kControl].size())
+                            .num("treatment", g.samples[kTreatment].size())
+                            .text())
+        .num("processes", g.processes)
+        .num("periods", g.periods)
+        .num("relative", !g.parts.empty())
+        .num("too_few", g.samples[kControl].size() < kCompareMinSamples ||
+                            g.samples[kTreatment].size() < kCompareMinSamples)
+        .raw("measures", measures.text())
+        .raw("waits", JsonObject()
+                          .raw("control", waits_json(g.waits[kControl]))
+                          .raw("treatment", waits_json(g.waits[kTreatment]))
+                          .text())
+        .text();
 }
 
 void print_group(const Group& g, const CompareArgs& a) {
@@ -374,17 +336,25 @@ int compare_stats(const LoadedStats& st, const CompareArgs& a) {
         if (groups.empty())
             throw Failure(kExitFailure, "stats: --plot: no sample of either arm to draw");
         const Group& g = groups.back();  // the one program, or (all)
-        draw_plot(g, evaluate(g, kMeasures[0], a), a);
+        write_chart("stats", waits_chart(g, evaluate(g, kMeasures[0], a), a), *a.plot,
+                    gnuplot_for("stats", *a.plot), Environment::current());
     }
     if (a.json) {
         std::vector<std::string> gs;
         for (const Group& g : groups) gs.push_back(group_json(g, a));
-        fmt::print(
-            "{{\"compare\":{{\"confidence\":{},\"resamples\":{},\"seed\":{},\"margin\":{},"
-            "\"min_samples\":{}}},\"lines\":{},\"bad_lines\":{},\"periods_lost\":{},"
-            "\"groups\":[{}]}}\n",
-            kBootstrapConfidence, kBootstrapResamples, a.seed, a.margin, kCompareMinSamples,
-            st.lines, st.bad_lines, st.periods_lost, fmt::join(gs, ","));
+        fmt::print("{}\n", JsonObject()
+                               .raw("compare", JsonObject()
+                                                   .num("confidence", kBootstrapConfidence)
+                                                   .num("resamples", kBootstrapResamples)
+                                                   .num("seed", a.seed)
+                                                   .num("margin", a.margin)
+                                                   .num("min_samples", kCompareMinSamples)
+                                                   .text())
+                               .num("lines", st.lines)
+                               .num("bad_lines", st.bad_lines)
+                               .num("periods_lost", st.periods_lost)
+                               .raw("groups", json_array(gs))
+                               .text());
         return kExitOk;
     }
     fmt::print(

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "common.h"
 #include "json_reader.h"
+#include "text.h"
 
 namespace pipespin::cli {
 namespace {

@@ -1,14 +1,24 @@
-#include "ab_stats.h"
+#include "statistics.h"
 
 #include <algorithm>
 #include <limits>
 #include <random>
-#include <span>
 #include <stdexcept>
 
-#include "common.h"
-
 namespace pipespin::cli {
+
+Summary summarize(std::span<const double> samples) {
+    if (samples.empty()) return {};
+    std::vector<double> v(samples.begin(), samples.end());
+    std::sort(v.begin(), v.end());
+    auto quantile = [&](double p) {
+        const double h = static_cast<double>(v.size() - 1) * p;
+        const auto lo = static_cast<std::size_t>(h);
+        const std::size_t hi = std::min(lo + 1, v.size() - 1);
+        return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+    };
+    return {quantile(0.5), v.front(), v.back(), quantile(0.25), quantile(0.75)};
+}
 
 double ratio_of(double a, double b) {
     if (b != 0) return a / b;

@@ -1,17 +1,24 @@
-// The A/B statistics that `pipespin ab` and `pipespin stats --compare`
-// share: the ratio of two samples' medians with a percentile bootstrap
-// interval, and the verdict drawn from it.
-//
-// (tools/cli_ab.cpp still has its own copy of bootstrap(); it should call
-// this one. It was left alone here because another branch rewrites that
-// file.)
+// The statistics the subcommands share: a summary of samples (median,
+// quartiles, range), and the A/B ratio test that `pipespin ab` and
+// `pipespin stats --compare` draw their verdicts from.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace pipespin::cli {
+
+struct Summary {
+    double median = 0, min = 0, max = 0;
+    double q1 = 0, q3 = 0;  // first and third quartiles
+};
+// Median (mean of the middle two for an even count), min, max and the
+// quartiles, all interpolated linearly between order statistics at
+// (n - 1) x p (Hyndman and Fan's type 7, numpy's default; p = 0.5 is the
+// median). Empty in, zeros out.
+Summary summarize(std::span<const double> samples);
 
 inline constexpr int kBootstrapResamples = 10000;
 inline constexpr double kBootstrapConfidence = 0.95;
