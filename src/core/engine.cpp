@@ -15,15 +15,10 @@ namespace pipespin {
 namespace {
 
 constinit Runtime g_runtime;
-// The process's table is never destroyed: calls may still arrive while the
-// process exits (other threads, destructors of other libraries).
-union TableStorage {
-    constexpr TableStorage() : table() {}
-    ~TableStorage() {}
-    FdTable table;
-};
-PIPESPIN_COLD constinit TableStorage g_table_storage;
-FdTable& g_table = g_table_storage.table;
+// The process's table is never destroyed (calls may still arrive while the
+// process exits: other threads, destructors of other libraries), and being
+// trivially destructible, it registers nothing to run at exit.
+PIPESPIN_COLD constinit FdTable g_table;
 
 enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBlocking };
 

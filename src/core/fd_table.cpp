@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 
+#include <type_traits>
+
 #include "platform/sys.h"
 
 namespace pipespin {
@@ -28,14 +30,17 @@ int index_in_block(int fd) noexcept {
 
 }  // namespace
 
-FdTable::~FdTable() {
+void FdTable::release() noexcept {
     for_each_block([this](Block* b, long) {
         if (b != &first_) sys::unmap(b, sizeof(Block));
     });
+    for (auto& n : near_) n.store(nullptr, kRelaxed);
     for (auto& d : far_)
-        if (auto* dir = d.load(kRelaxed))
+        if (auto* dir = d.exchange(nullptr, kRelaxed))
             sys::unmap(dir, sizeof(std::atomic<Block*>) * kNearBlocks);
 }
+
+static_assert(std::is_trivially_destructible_v<FdTable>);
 
 std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
     if (fd < 0) return nullptr;

@@ -33,12 +33,13 @@ static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Hook:
 
 // The objects after the shim, found once, by the first resolution (it
 // takes no lock: _dl_find_object). 0: not yet, 1: being found, 2: ready.
+// Trivially destructible: nothing is registered to run at exit.
 union NextStorage {
     constexpr NextStorage() : none() {}
-    ~NextStorage() {}
     char none;
     NextSymbols next;
 };
+static_assert(std::is_trivially_destructible_v<NextStorage>);
 constinit NextStorage g_next;
 std::atomic<int> g_next_state{0};
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "core/fd_table.h"
+#include "owned_table.h"
 
 using namespace pipespin;
 
@@ -30,7 +31,7 @@ struct Fake {
 constexpr std::uint32_t kReadPipe = fdbits::kKnown | fdbits::kPipe | fdbits::kReadable;
 
 struct Fixture {
-    std::unique_ptr<FdTable> owned = std::make_unique<FdTable>();
+    OwnedTable owned = make_table();
     FdTable& t = *owned;
     Fixture() {
         Fake::reset();

@@ -17,6 +17,7 @@
 #include "core/control.h"
 #include "core/engine.h"
 #include "core/fd_table.h"
+#include "owned_table.h"
 #include "core/policy.h"
 #include "pipe_fixture.h"
 #include "pipespin/pipespin.h"
@@ -139,7 +140,7 @@ TEST_CASE("hints: set_hint restarts the learning; reset, copy_from and relearn",
 
 TEST_CASE("hints: kept by a dup, dropped at close, never inherited by the number",
           "[hints][fd_table]") {
-    auto owned = std::make_unique<FdTable>();
+    OwnedTable owned = make_table();
     FdTable& t = *owned;
     t.set_pipe(3, 4);
     t.state(3)->dir[0].policy.set_hint(kHintNever);

@@ -6,14 +6,15 @@
 #include <string>
 
 #include "core/fd_table.h"
+#include "owned_table.h"
 #include "core/stats.h"
 
 using namespace pipespin;
 
 namespace {
 
-std::unique_ptr<FdTable> table() {
-    return std::make_unique<FdTable>();
+OwnedTable table() {
+    return make_table();
 }
 
 void count(DirState& d, std::uint64_t calls, std::uint64_t waits, std::uint64_t hits) {

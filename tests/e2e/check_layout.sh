@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Case layout: what every forked child of a wrapped program runs is cheap to
+# reach. A child does not inherit its parent's page-table entries for the
+# library's code, so its first call into each 64 KiB window of it is a page
+# fault; and every page of the library's data it writes is a copy-on-write
+# fault. So (src/interpose/layout.ld, CMakeLists.txt):
+#  - the library has no DT_INIT/DT_FINI and imports neither __cxa_atexit nor
+#    __cxa_finalize: nothing of the compiler's start files runs at exit
+#    (their destructor walk writes a flag in the library's data), and no
+#    static object registers a destructor;
+#  - the functions a subshell or a child between fork and exec calls (the
+#    signal-action wrapper, dup2, close, read, write, execve, _exit and the
+#    library's exit-time destructor) lie within one span of at most 32 KiB.
+#
+#   check_layout.sh NM READELF LIB
+set -u
+nm=$1 readelf=$2 lib=$3
+status=0
+if "$readelf" -d "$lib" | grep -E '\((INIT|FINI)\)'; then
+  echo "FAIL: $lib has DT_INIT/DT_FINI (above): linked with the start files" >&2
+  status=1
+fi
+if "$nm" -D --undefined-only "$lib" | grep -E '__cxa_(atexit|finalize)'; then
+  echo "FAIL: $lib registers destructors to run at exit (above)" >&2
+  status=1
+fi
+max_span=$((32 * 1024))
+min=-1 max=0 found=0
+while read -r addr size name; do
+  lo=$((16#$addr)) hi=$((16#$addr + 16#$size))
+  echo "  $name at 0x$addr"
+  if [[ $min -lt 0 || $lo -lt $min ]]; then min=$lo; fi
+  if [[ $hi -gt $max ]]; then max=$hi; fi
+  found=$((found + 1))
+done < <("$nm" -C -S "$lib" | sed -nE \
+           -e 's/^([0-9a-f]+) ([0-9a-f]+) [tT] (sigaction|dup2|close|read|write|execve|_exit)$/\1 \2 \3/p' \
+           -e 's/^([0-9a-f]+) ([0-9a-f]+) [tT] (.*pipespin_fini\(\))$/\1 \2 \3/p')
+if [[ $found -ne 8 ]]; then
+  echo "FAIL: found $found of the 8 functions a child runs in $lib" >&2
+  status=1
+elif [[ $((max - min)) -gt $max_span ]]; then
+  echo "FAIL: the child's functions span $((max - min)) bytes (at most $max_span)" >&2
+  status=1
+else
+  echo "the child's functions span $((max - min)) bytes (at most $max_span)"
+fi
+[[ $status -eq 0 ]] && echo "ok: $lib is laid out for forked children"
+exit $status
