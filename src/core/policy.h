@@ -236,9 +236,9 @@ public:
 // (SpinPolicy::needs_free_cpu) is refused while the host's runnable tasks,
 // which count the spinning thread, outnumber the CPUs the process may use:
 // spinning then steals the CPU the peer needs. One per process. The run
-// queue is looked at most every kPeriodNs per process, by the one thread
-// that wins the slot, from a thread about to spin anyway; the others use
-// the last answer.
+// queue is read at most once every kPeriodNs per process, by the one
+// thread that wins the slot, from a thread about to spin anyway; the
+// others use the last answer.
 class RunQueueGate {
 public:
     static constexpr std::uint64_t kPeriodNs = 5'000'000;
