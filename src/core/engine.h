@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/control.h"
 #include "core/fd_table.h"
 #include "core/options.h"
 #include "core/policy.h"
@@ -88,7 +89,7 @@ struct Runtime {
     // Statistics lines are on, so the bytes each call moved are counted, and
     // a read made without a look is timed (Plan::Timed::Unlooked). Otherwise
     // no one reads them, and a call that does not spin is counted before its
-    // real call (see settle_early in engine.cpp).
+    // real call (settle_early() in engine.cpp).
     std::atomic<bool> count_bytes{!kDefaults.stats.empty()};
     // Mode off, and nobody reads the counters (no statistics lines, log
     // below info): no call has anything to do, so none looks at its fd,
@@ -103,8 +104,7 @@ struct Runtime {
     // something may spin or statistics count, so that mode off makes the
     // syscalls the program makes and no more.
     std::atomic<bool> classify{true};
-    std::atomic<bool> oversubscribed{false};      // from the last look at the run queue
-    std::atomic<std::uint64_t> load_next_ns{0};   // when to look again
+    RunQueueGate run_queue;                       // is a CPU free for the peer (policy.h)
     std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
     std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
@@ -113,7 +113,14 @@ struct Runtime {
     std::atomic<SpinHook> spin_hook{nullptr};
 
     // The policy's view of the settings now.
-    PolicyParams params() const noexcept;
+    PolicyParams params() const noexcept {
+        PolicyParams p;
+        p.mode = mode.load(std::memory_order_relaxed);
+        p.max_spin_ns = max_spin_ns.load(std::memory_order_relaxed);
+        p.usable_cpus = usable_cpus.load(std::memory_order_relaxed);
+        p.thread_off = t_thread_off;
+        return p;
+    }
 };
 Runtime& runtime() noexcept;
 // The fd table (fd_table.h: nothing mapped until an fd is used).
@@ -202,7 +209,7 @@ constexpr std::int64_t wait_timeout_ns(long long sec, long long frac, std::int64
 // The select, ppoll and epoll waits, with the caller's signal mask (the
 // kernel's 8-byte mask, or null) where the call takes one. The spin keeps
 // the kernel's guarantee for that mask: a handler runs because of it only if
-// the call fails with EINTR (spin_set in engine.cpp says how). Never a
+// the call fails with EINTR (spin_set() in engine_sets.cpp says how). Never a
 // caller's pointer that the kernel would validate is dereferenced before the
 // kernel read it, except select's fd_sets (see before_select).
 //

@@ -9,7 +9,7 @@
 namespace pipespin {
 namespace {
 
-constexpr std::uint64_t kGenOne = 1ull << 32;
+constexpr std::uint64_t kGenOne = 1ull << FdTable::kGenShift;
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
 std::uint64_t next_gen(std::uint64_t word) noexcept {

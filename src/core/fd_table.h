@@ -156,6 +156,15 @@ public:
     // if there is none.
     std::atomic<std::uint64_t>* aux(int fd, bool create) noexcept;
 
+    // The pipe an epoll set waits on, as the set's aux word holds it (one
+    // per set: the engine keeps the first pipe added). watch_word() is that
+    // word for fd, now, in direction dir; watched_pipe() reads one back: the
+    // pipe's fd (and its direction into *dir), or -1 when the word holds no
+    // pipe or the pipe was closed or replaced since (its class word's
+    // generation moved on). A few loads, no system call.
+    std::uint64_t watch_word(int fd, Dir dir) const noexcept;
+    int watched_pipe(std::uint64_t w, Dir* dir) const noexcept;
+
     // Calls fn(fd, word, state) for every fd that has been a pipe in this
     // process or its parents (so that counts a racing call made after the
     // fd's close are seen too), off the hot path: the mapped blocks only.
@@ -175,8 +184,17 @@ public:
     // Blocks in use so far (for tests and the footprint check).
     int blocks_mapped() const noexcept { return blocks_.load(std::memory_order_relaxed); }
 
+    // A class word: the FdBits in the low half, the generation that every
+    // change bumps in the high half.
+    static constexpr int kGenShift = 32;
+
 private:
     using Block = FdBlock;
+    // A watch word (watch_word()): the pipe's fd (bits 0-31), its direction
+    // (bit 32), valid (bit 33), and the low 30 bits of the generation of
+    // the pipe's class word (bits 34-63).
+    static constexpr std::uint64_t kWatchValid = 1ull << 33;
+    std::uint64_t watch_gen(int fd) const noexcept { return (peek(fd) >> kGenShift) & 0x3fffffff; }
     Block* block(int fd) const noexcept;
     Block* block_or_map(int fd) noexcept;
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
@@ -206,7 +224,20 @@ private:
 // The production classifier: fstat + F_GETFL through raw syscalls.
 std::uint32_t classify_fd(int fd) noexcept;
 
-// ---- implementation of the template ----------------------------------------
+// ---- implementation of the inline functions and templates -----------------
+
+inline std::uint64_t FdTable::watch_word(int fd, Dir dir) const noexcept {
+    return static_cast<std::uint32_t>(fd) | (static_cast<std::uint64_t>(dir) << 32) | kWatchValid |
+           (watch_gen(fd) << 34);
+}
+
+inline int FdTable::watched_pipe(std::uint64_t w, Dir* dir) const noexcept {
+    if (!(w & kWatchValid)) return -1;
+    const int fd = static_cast<int>(static_cast<std::uint32_t>(w));
+    *dir = static_cast<Dir>((w >> 32) & 1);
+    if ((w >> 34) != watch_gen(fd)) return -1;
+    return fd;
+}
 
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {

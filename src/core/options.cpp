@@ -237,25 +237,4 @@ ParseStatus apply_option(const OptionSpec& spec, std::string_view text, Options&
     return status;
 }
 
-void read_env(GetEnv getenv_fn, void* ctx, Options& options, EnvProblems& problems,
-              EnvSources& sources) noexcept {
-    char name[64];
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        const OptionSpec& spec = kTable[i];
-        if (!env_name_into(spec, name, sizeof name)) continue;
-        const char* text = getenv_fn(name, ctx);
-        if (text == nullptr) continue;
-        char why[200];
-        if (apply_option(spec, text, options, why, sizeof why) != ParseStatus::Ok &&
-            problems.count < kOptionCount) {
-            Out o{problems.lines[problems.count], sizeof problems.lines[0]};
-            o.put(name);
-            o.put(": ");
-            o.put(why);
-            ++problems.count;
-        }
-        sources.from_env[i] = true;
-    }
-}
-
 }  // namespace pipespin

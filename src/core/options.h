@@ -103,19 +103,9 @@ bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept
 void describe_problem(const OptionSpec& spec, ParseStatus status, std::string_view text,
                       std::uint32_t used, char* buf, std::size_t size) noexcept;
 
-// Reads every PIPESPIN_* variable through `getenv_fn` (secure_getenv in the
-// shim, a map in tests) into `options`; problems are described into
-// `problems` (one "NAME: why" line each, at most kOptionCount).
+// How the environment is read: secure_getenv in the shim, a map in tests
+// (`ctx` is the caller's).
 using GetEnv = const char* (*)(const char* name, void* ctx);
-struct EnvProblems {
-    char lines[kOptionCount][256];
-    std::size_t count = 0;
-};
-struct EnvSources {
-    bool from_env[kOptionCount] = {};
-};
-void read_env(GetEnv getenv_fn, void* ctx, Options& options, EnvProblems& problems,
-              EnvSources& sources) noexcept;
 
 // ---- with std::string: for the CLI, the checker and tests -------------------
 
@@ -139,18 +129,5 @@ struct ParsedValue {
 // Parses text for a Choice or Number spec. On a bad value `fallback` is used
 // and `problem` says why. Out-of-range numbers are clamped.
 ParsedValue parse_value(const OptionSpec& spec, std::string_view text, std::uint32_t fallback);
-
-// Where a resolved value came from, for warnings and check-config.
-struct Source {
-    std::string where = "default";  // "default", "PIPESPIN_MODE", later "file:line"
-};
-
-struct Resolved {
-    Options options;
-    std::array<Source, kOptionCount> sources;  // parallel to option_table()
-    std::vector<std::string> warnings;
-};
-
-Resolved resolve_from_env(GetEnv getenv_fn, void* ctx);
 
 }  // namespace pipespin

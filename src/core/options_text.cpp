@@ -48,15 +48,4 @@ ParsedValue parse_value(const OptionSpec& spec, std::string_view text, std::uint
     return pv;
 }
 
-Resolved resolve_from_env(GetEnv getenv_fn, void* ctx) {
-    Resolved r;
-    EnvProblems problems;
-    EnvSources sources;
-    read_env(getenv_fn, ctx, r.options, problems, sources);
-    for (std::size_t i = 0; i < problems.count; ++i) r.warnings.emplace_back(problems.lines[i]);
-    for (std::size_t i = 0; i < kOptionCount; ++i)
-        if (sources.from_env[i]) r.sources[i].where = env_name(option_table()[i]);
-    return r;
-}
-
 }  // namespace pipespin

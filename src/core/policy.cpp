@@ -343,4 +343,15 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     }
 }
 
+bool RunQueueGate::host_oversubscribed(std::uint64_t now, int usable_cpus,
+                                       RunningFn running) noexcept {
+    std::uint64_t next = next_ns.load(std::memory_order_relaxed);
+    if (now < next ||
+        !next_ns.compare_exchange_strong(next, now + kPeriodNs, std::memory_order_relaxed))
+        return oversubscribed.load(std::memory_order_relaxed);
+    const bool over = running() > usable_cpus;
+    oversubscribed.store(over, std::memory_order_relaxed);
+    return over;
+}
+
 }  // namespace pipespin

@@ -1,12 +1,14 @@
 // The spin decision: whether, and how long, one wait on one fd and direction
-// may spin. This is the only place that decides; docs/policy.md explains why
-// it decides this way.
+// may spin. This is the only place that decides (the engine, core/engine.h,
+// asks it before every wait); docs/policy.md explains why it decides this
+// way.
 //
 // Contract: pure. It reads and writes only the PolicyState it is given (and
-// the process-wide WakeEstimate), takes time from the caller, and calls
-// nothing, so unit tests drive it with a simulated clock. Every field is a
-// relaxed atomic: threads sharing a fd may race and lose an update, which
-// costs a little accuracy, never correctness.
+// the process-wide WakeEstimate and RunQueueGate), takes the time and the
+// length of the host's run queue from functions the caller passes, and
+// calls nothing else, so unit tests drive it with a simulated clock. Every
+// field is a relaxed atomic: threads sharing a fd may race and lose an
+// update, which costs a little accuracy, never correctness.
 #pragma once
 
 #include <atomic>
@@ -143,6 +145,16 @@ private:
 
 class SpinPolicy {
 public:
+    // Nothing on this thread can spin in a direction (or family of waits)
+    // that the settings switch on or off with `dir_on`: then no call ever
+    // takes the slow path, whatever the fd, and the engine runs the
+    // slow-path hooks from every call instead (the control arm of an A/B
+    // test must report on the same schedule as the treatment, and a
+    // process in mode off must notice a retuned config).
+    static bool never_spins(bool dir_on, const PolicyParams& p) noexcept {
+        return !dir_on || p.mode == Mode::Off || p.max_spin_ns == 0 || p.usable_cpus < 2 ||
+               p.thread_off;
+    }
     // Tunables, named so that tests and docs can refer to them.
     static constexpr std::uint32_t kEpochCalls = 64;  // calls per measured epoch
     static constexpr std::uint32_t kMarginPct = 5;    // spinning must win by this much
@@ -218,6 +230,34 @@ public:
     // waits on sets: poll, select, epoll) learns from a fresh fd's waits.
     static void on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                         const WaitObservation& o, FreshPrior::Lane* lane) noexcept;
+};
+
+// The run-queue gate: a spin that needs a free CPU for the peer
+// (SpinPolicy::needs_free_cpu) is refused while the host's runnable tasks,
+// which count the spinning thread, outnumber the CPUs the process may use:
+// spinning then steals the CPU the peer needs. One per process. The run
+// queue is read at most once every kPeriodNs per process, by the one
+// thread that wins the slot, from a thread about to spin anyway; the
+// others use the last answer.
+class RunQueueGate {
+public:
+    static constexpr std::uint64_t kPeriodNs = 5'000'000;
+    // Runnable tasks on the host now, or < 0 if unknown (sys::running_tasks).
+    using RunningFn = long (*)() noexcept;
+
+    // May a spin with state s start now? Asks the clock and the run queue
+    // only when the fd needs a free CPU for its peer.
+    bool cpu_free_for_peer(const PolicyState& s, const PolicyParams& p, SpinPolicy::NowFn now,
+                           RunningFn running) noexcept {
+        if (!SpinPolicy::needs_free_cpu(s, p)) return true;
+        return !host_oversubscribed(now(), p.usable_cpus, running);
+    }
+    // More runnable tasks than usable CPUs, as of the last look (a new look
+    // if kPeriodNs have passed since the last one).
+    bool host_oversubscribed(std::uint64_t now, int usable_cpus, RunningFn running) noexcept;
+
+    std::atomic<bool> oversubscribed{false};  // the answer of the last look
+    std::atomic<std::uint64_t> next_ns{0};    // when to look again
 };
 
 }  // namespace pipespin

@@ -1,6 +1,9 @@
 // The only extern "C" definitions of libc names in pipespin, with
 // hooks_stdio.cpp (stdio reads), hooks_vector.cpp (readv, writev, splice,
-// tee) and hooks_event.cpp (select, ppoll, epoll).
+// tee), hooks_event.cpp (select, ppoll, epoll) and hooks_signal.cpp
+// (sigaction, signal and their relatives). The other extern "C" functions
+// are the shim's own: the control API (api.cpp) and the signal trampolines
+// (trampoline.cpp).
 //
 // Contract of every wrapper, in four steps:
 //   1. if the shim is not engaged (before its constructor ran, or inside its

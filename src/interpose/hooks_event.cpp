@@ -10,7 +10,7 @@
 //   - a signal handler that runs during the spin fails the call with EINTR,
 //     whatever SA_RESTART says, as the kernel does for these calls; with a
 //     signal mask, a handler runs because of it only if the call fails
-//     with EINTR, as in the kernel (engine.cpp, spin_set);
+//     with EINTR, as in the kernel (engine_sets.cpp, spin_set);
 //   - a caller's pointer is read only where glibc reads it too (the
 //     timeouts of select, pselect and ppoll), or after the kernel read it
 //     (epoll_ctl's event, epoll_pwait2's timeout), or, for select's fd_sets,

@@ -1,4 +1,7 @@
-// The program's signal handlers, and the trampoline in front of them.
+// The program's signal handlers, and the trampoline in front of them: how
+// an install is made (wrapped_sigaction()) and the sweeps that wrap and
+// unwrap what the kernel holds. The libc names that install handlers are
+// defined in hooks_signal.cpp, on top of wrapped_sigaction().
 //
 // A spin stands in for a blocking call; when a handler runs meanwhile, the
 // spin must learn it (core/signals.h). For that the shim installs each of
@@ -20,7 +23,8 @@
 //     signal(), bsd_signal(), sysv_signal(), ssignal() and sigset().
 //   - Whether a handler restarts (SA_RESTART) is recorded when it is
 //     installed: sigaction, __sigaction, signal, bsd_signal, ssignal,
-//     sysv_signal, __sysv_signal, sigset and siginterrupt all install here.
+//     sysv_signal, __sysv_signal, sigset and siginterrupt all install
+//     through wrapped_sigaction().
 //     The trampoline makes no system call.
 //   - What the shim cannot see: a raw rt_sigaction system call (or a libc
 //     function that makes one inside libc) after the last configure. A
@@ -64,8 +68,6 @@
 #include "platform/process_lock.h"
 #include "platform/sys.h"
 
-#define PIPESPIN_EXPORT extern "C" __attribute__((visibility("default")))
-
 using namespace pipespin;
 using namespace pipespin::interpose;
 
@@ -79,9 +81,6 @@ std::atomic<bool> g_armed{false};
 // signals that may hold one.
 std::atomic<std::uint64_t> g_wrapped{0};
 sys::ProcessLock g_lock;
-// Signals siginterrupt() asked to interrupt system calls: signal() then
-// installs without SA_RESTART, as glibc's own signal() does.
-std::atomic<std::uint64_t> g_sigintr{0};
 
 constexpr std::uint64_t bit_of(int sig) {
     return 1ull << (sig - 1);
@@ -318,6 +317,45 @@ bool resolve_sigaction() {
     return real_sigaction != nullptr;  // resolved on first use (real.h)
 }
 
+// Under the lock: makes the kernel hold what target() says for every
+// signal with a handler. Armed: a trampoline stays. Disarmed: every
+// trampoline goes, whoever put it there (libc's own code, system() for
+// one, saves and restores actions where the shim does not see it).
+void sweep_locked() {
+    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
+    for (int sig = 1; sig < kSigSlots; ++sig)
+        if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
+    // Disarmed, no trampoline is left (SigCgt covers any a failed install
+    // left behind): the next disarm has nothing to do.
+    if (!g_armed.load(std::memory_order_relaxed)) g_wrapped.store(0, std::memory_order_relaxed);
+}
+
+// Spinning may start: the handlers are wrapped from the first spin on,
+// not before. Until then nothing needs a trampoline (only a spin asks
+// whether a handler ran), and most processes never spin: a shell's
+// fresh pipes are watched, not spun (docs/policy.md, part 0), while it
+// installs and resets handlers around every fork (four function installs
+// per $(...), each costing two signal-mask system calls while wrapped).
+// Written under the lock or by the first configure.
+std::atomic<bool> g_arm_at_spin{false};
+
+// The first spin: arm, and wrap what was installed before, by any means
+// (it reads /proc/self/status and takes the lock).
+void sweep_before_spin() noexcept {
+    set_spin_hook(nullptr);
+    if (!resolve_sigaction()) return;
+    Lock lock;
+    // A concurrent install re-checks g_armed after its call and wraps its
+    // handler itself; the sweep wraps the rest.
+    if (g_arm_at_spin.exchange(false, std::memory_order_relaxed))
+        g_armed.store(true, std::memory_order_seq_cst);
+    if (g_armed.load(std::memory_order_relaxed)) sweep_locked();
+}
+
+}  // namespace
+
+namespace pipespin::interpose {
+
 int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     if (!resolve_sigaction()) {
         errno = ENOSYS;
@@ -368,71 +406,6 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
     return r;
 }
 
-int bsd_flags(int sig) {
-    return (g_sigintr.load(std::memory_order_relaxed) >> (sig & 63)) & 1 ? 0 : SA_RESTART;
-}
-
-// signal() and friends, on top of the wrapped sigaction, with the semantics
-// glibc gives each: BSD (SA_RESTART unless siginterrupt() said otherwise,
-// handler stays) or System V (SA_RESETHAND | SA_NODEFER, no restart).
-sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self) {
-    if (handler == SIG_ERR || sig <= 0 || sig >= kSigSlots) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    struct sigaction act {
-    }, old{};
-    act.sa_handler = handler;
-    act.sa_flags = flags;
-    sigemptyset(&act.sa_mask);
-    if (block_self) sigaddset(&act.sa_mask, sig);
-    if (wrapped_sigaction(sig, &act, &old) < 0) return SIG_ERR;
-    return old.sa_handler;
-}
-
-sighandler_t bsd_signal_impl(int sig, sighandler_t handler) {
-    return install(sig, handler, sig > 0 && sig < kSigSlots ? bsd_flags(sig) : 0, true);
-}
-
-// Under the lock: makes the kernel hold what target() says for every
-// signal with a handler. Armed: a trampoline stays. Disarmed: every
-// trampoline goes, whoever put it there (libc's own code, system() for
-// one, saves and restores actions where the shim does not see it).
-void sweep_locked() {
-    const std::uint64_t todo = caught_signals() | g_wrapped.load(std::memory_order_relaxed);
-    for (int sig = 1; sig < kSigSlots; ++sig)
-        if ((todo & bit_of(sig)) && !never_wrapped(sig)) settle(sig);
-    // Disarmed, no trampoline is left (SigCgt covers any a failed install
-    // left behind): the next disarm has nothing to do.
-    if (!g_armed.load(std::memory_order_relaxed)) g_wrapped.store(0, std::memory_order_relaxed);
-}
-
-// Spinning may start: the handlers are wrapped from the first spin on,
-// not before. Until then nothing needs a trampoline (only a spin asks
-// whether a handler ran), and most processes never spin: a shell's
-// fresh pipes are watched, not spun (docs/policy.md, part 0), while it
-// installs and resets handlers around every fork (four function installs
-// per $(...), each costing two signal-mask system calls while wrapped).
-// Written under the lock or by the first configure.
-std::atomic<bool> g_arm_at_spin{false};
-
-// The first spin: arm, and wrap what was installed before, by any means
-// (it reads /proc/self/status and takes the lock).
-void sweep_before_spin() noexcept {
-    set_spin_hook(nullptr);
-    if (!resolve_sigaction()) return;
-    Lock lock;
-    // A concurrent install re-checks g_armed after its call and wraps its
-    // handler itself; the sweep wraps the rest.
-    if (g_arm_at_spin.exchange(false, std::memory_order_relaxed))
-        g_armed.store(true, std::memory_order_seq_cst);
-    if (g_armed.load(std::memory_order_relaxed)) sweep_locked();
-}
-
-}  // namespace
-
-namespace pipespin::interpose {
-
 void configure_signals(bool may_spin) noexcept {
     // Not armed yet and spinning may start: arm at the first spin. Armed
     // already (a live reload): sweep now, for what raw installs put behind
@@ -455,72 +428,3 @@ void configure_signals(bool may_spin) noexcept {
 }
 
 }  // namespace pipespin::interpose
-
-PIPESPIN_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    return wrapped_sigaction(sig, act, old);
-}
-
-PIPESPIN_EXPORT int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-    return wrapped_sigaction(sig, act, old);
-}
-
-PIPESPIN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
-    return bsd_signal_impl(sig, handler);
-}
-
-PIPESPIN_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
-    return bsd_signal_impl(sig, handler);
-}
-
-PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
-    return bsd_signal_impl(sig, handler);
-}
-
-// As glibc's: remember the choice for signal(), and re-install the current
-// action with SA_RESTART changed (here through the wrapped sigaction, so
-// that the trampoline's SA_RESTART bit follows).
-PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
-    struct sigaction act {};
-    if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;
-    const std::uint64_t bit = 1ull << (sig & 63);
-    if (flag) {
-        g_sigintr.fetch_or(bit, std::memory_order_relaxed);
-        act.sa_flags &= ~SA_RESTART;
-    } else {
-        g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
-        act.sa_flags |= SA_RESTART;
-    }
-    return wrapped_sigaction(sig, &act, nullptr) < 0 ? -1 : 0;
-}
-
-PIPESPIN_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
-    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
-}
-
-PIPESPIN_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
-    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
-}
-
-// sigset(): SIG_HOLD blocks the signal; anything else installs the handler
-// and unblocks it; the return value is SIG_HOLD if it was blocked.
-PIPESPIN_EXPORT sighandler_t sigset(int sig, sighandler_t handler) {
-    if (sig <= 0 || sig >= kSigSlots) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    sigset_t one, prev_mask;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    struct sigaction old {};
-    if (handler == SIG_HOLD) {
-        if (wrapped_sigaction(sig, nullptr, &old) < 0) return SIG_ERR;
-        if (sigprocmask(SIG_BLOCK, &one, &prev_mask) < 0) return SIG_ERR;
-        return sigismember(&prev_mask, sig) ? SIG_HOLD : old.sa_handler;
-    }
-    struct sigaction act {};
-    act.sa_handler = handler;
-    sigemptyset(&act.sa_mask);
-    if (wrapped_sigaction(sig, &act, &old) < 0) return SIG_ERR;
-    if (sigprocmask(SIG_UNBLOCK, &one, &prev_mask) < 0) return SIG_ERR;
-    return sigismember(&prev_mask, sig) ? SIG_HOLD : old.sa_handler;
-}

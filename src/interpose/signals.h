@@ -1,8 +1,19 @@
-// The signal layer's face to start-up and configuration (signals.cpp says
-// what it does with handlers).
+// The signal layer's face to start-up, configuration and the wrappers of
+// the libc names that install handlers (signals.cpp says what it does with
+// handlers).
 #pragma once
 
+#include <signal.h>
+
 namespace pipespin::interpose {
+
+// sigaction() as the shim makes it: the program's handler goes behind the
+// trampoline while anything can spin (a trampoline handed back means the
+// handler behind it), and `old` gets the previous action as the program
+// installed it. Returns what sigaction() returns, errno set as libc sets it
+// (ENOSYS if the real sigaction cannot be found). Every libc name that
+// installs a handler calls it (hooks_signal.cpp).
+int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
 // After every configure (start-up, each live reload): may_spin is
 // anything_spins() under the new settings. When it is true, the program's

@@ -1,7 +1,8 @@
 // What every wrapper file shares (hooks.cpp, hooks_stdio.cpp,
-// hooks_event.cpp, hooks_vector.cpp): the export attribute, the raw-syscall
-// to libc result convention, and steps 3-4 of the wrapper contract (hooks.cpp
-// states it): act on the core's plan and call the real function.
+// hooks_event.cpp, hooks_vector.cpp, hooks_signal.cpp): the export
+// attribute, the raw-syscall to libc result convention, and steps 3-4 of
+// the wrapper contract (hooks.cpp states it): act on the core's plan and
+// call the real function.
 #pragma once
 
 #include <cerrno>

@@ -30,7 +30,7 @@ public:
         }
     }
     void lock() noexcept {
-        while (!try_lock()) sched_yield();
+        while (!try_lock()) sys::sched_yield();
     }
     void unlock() noexcept { owner_.store(0, std::memory_order_release); }
 

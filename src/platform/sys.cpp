@@ -226,4 +226,27 @@ int usable_cpus() noexcept {
     return n > 0 ? n : 1;
 }
 
+long parse_running(const char* buf, long n) noexcept {
+    for (long i = 0; i < n; ++i) {
+        if (buf[i] != '/') continue;
+        long j = i, v = 0, scale = 1;
+        while (j > 0 && buf[j - 1] >= '0' && buf[j - 1] <= '9') {
+            v += (buf[--j] - '0') * scale;
+            scale *= 10;
+        }
+        return j < i ? v : -1;
+    }
+    return -1;
+}
+
+long running_tasks() noexcept {
+    char buf[128];
+    const long fd =
+        raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/loadavg"), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const long n = read(static_cast<int>(fd), buf, sizeof buf);
+    close(static_cast<int>(fd));
+    return n > 0 ? parse_running(buf, n) : -1;
+}
+
 }  // namespace pipespin::sys

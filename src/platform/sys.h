@@ -113,6 +113,7 @@ long is_pipefs(int fd) noexcept;
 long close(int fd) noexcept;
 long read(int fd, void* buf, std::size_t n) noexcept;
 long write(int fd, const void* buf, std::size_t n) noexcept;
+// Gives up the CPU (ProcessLock waits with it).
 long sched_yield() noexcept;
 // Anonymous private memory (MAP_NORESERVE: the kernel backs each page on
 // its first write), or null.
@@ -179,5 +180,12 @@ void test_cancel();
 
 // CPUs this thread may run on (sched_getaffinity), at least 1.
 int usable_cpus() noexcept;
+
+// Runnable tasks on the host now, the caller included (/proc/loadavg, one
+// open, read and close), or -1 if the file cannot be read.
+long running_tasks() noexcept;
+// The runnable tasks in a text of /proc/loadavg's ("0.10 0.20 0.30 3/120
+// 4567": 3, the number before the '/') of n bytes, or -1 if there is none.
+long parse_running(const char* buf, long n) noexcept;
 
 }  // namespace pipespin::sys

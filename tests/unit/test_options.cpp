@@ -1,6 +1,5 @@
 #include <catch2/catch.hpp>
 
-#include <map>
 #include <string>
 
 #include "core/options.h"
@@ -8,20 +7,6 @@
 
 using namespace pipespin;
 using pipespin::test::spec;
-
-namespace {
-
-struct Env {
-    std::map<std::string, std::string> vars;
-    static const char* get(const char* name, void* ctx) {
-        auto& self = *static_cast<Env*>(ctx);
-        auto it = self.vars.find(name);
-        return it == self.vars.end() ? nullptr : it->second.c_str();
-    }
-    Resolved resolve() { return resolve_from_env(&Env::get, this); }
-};
-
-}  // namespace
 
 TEST_CASE("every option has a name, help and a default that parses back", "[options]") {
     for (const OptionSpec& s : option_table()) {
@@ -101,33 +86,4 @@ TEST_CASE("messages never echo control bytes or unbounded input", "[options]") {
     CHECK(pv.problem.find('\x1b') == std::string::npos);
     CHECK(pv.problem.find("\\x1b") != std::string::npos);
     CHECK(pv.problem.size() < 200);
-}
-
-TEST_CASE("resolve_from_env: defaults, overrides, sources and one warning per bad variable",
-          "[options]") {
-    Env env;
-    SECTION("nothing set: defaults") {
-        Resolved r = env.resolve();
-        CHECK(r.options.mode() == Options{}.mode());
-        CHECK(r.options.spin_us == Options{}.spin_us);
-        CHECK(r.warnings.empty());
-        for (const auto& s : r.sources) CHECK(s.where == "default");
-    }
-    SECTION("good values apply and name their source") {
-        env.vars = {{"PIPESPIN_MODE", "off"}, {"PIPESPIN_SPIN_US", "20"}};
-        Resolved r = env.resolve();
-        CHECK(r.options.mode() == Mode::Off);
-        CHECK(r.options.spin_us == 20);
-        CHECK(r.warnings.empty());
-        CHECK(r.sources[0].where == "PIPESPIN_MODE");
-    }
-    SECTION("bad values warn once each and keep the default") {
-        env.vars = {{"PIPESPIN_MODE", "bogus"}, {"PIPESPIN_SPIN_US", "abc"}};
-        Resolved r = env.resolve();
-        CHECK(r.options.mode() == Options{}.mode());
-        CHECK(r.options.spin_us == Options{}.spin_us);
-        REQUIRE(r.warnings.size() == 2);
-        CHECK(r.warnings[0].rfind("PIPESPIN_MODE: ", 0) == 0);
-        CHECK(r.warnings[1].rfind("PIPESPIN_SPIN_US: ", 0) == 0);
-    }
 }

@@ -485,3 +485,64 @@ TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[po
     for (int i = 0; i < n; ++i) sim.call(step());
     CHECK(sim.spins - before > static_cast<std::uint64_t>(n) * 8 / 10);
 }
+
+namespace {
+long g_running = 0;
+int g_looks = 0;
+long fake_running() noexcept {
+    ++g_looks;
+    return g_running;
+}
+}  // namespace
+
+TEST_CASE("the run-queue gate: adaptive, unhinted fds only, one look per period",
+          "[policy][gate]") {
+    RunQueueGate gate;
+    PolicyState s;
+    PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    g_now = 1'000'000'000;
+    g_looks = 0;
+    g_running = 3;  // more runnable tasks than the 2 CPUs
+    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g_looks == 1);
+    // Within the period the last answer stands, whatever the run queue says.
+    g_running = 1;
+    g_now += RunQueueGate::kPeriodNs - 1;
+    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g_looks == 1);
+    g_now += 1;
+    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g_looks == 2);
+    // An unreadable run queue never refuses.
+    g_running = -1;
+    g_now += RunQueueGate::kPeriodNs;
+    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    // Fixed mode and hinted fds spin whatever the load: no look at all.
+    g_running = 100;
+    g_now += RunQueueGate::kPeriodNs;
+    const int looks = g_looks;
+    PolicyParams fixed = p;
+    fixed.mode = Mode::Fixed;
+    CHECK(gate.cpu_free_for_peer(s, fixed, fake_now, fake_running));
+    s.set_hint(5000);
+    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g_looks == looks);
+}
+
+TEST_CASE("never_spins: any switch that stops every spin", "[policy]") {
+    const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    CHECK_FALSE(SpinPolicy::never_spins(true, p));
+    CHECK(SpinPolicy::never_spins(false, p));
+    PolicyParams q = p;
+    q.mode = Mode::Off;
+    CHECK(SpinPolicy::never_spins(true, q));
+    q = p;
+    q.max_spin_ns = 0;
+    CHECK(SpinPolicy::never_spins(true, q));
+    q = p;
+    q.usable_cpus = 1;
+    CHECK(SpinPolicy::never_spins(true, q));
+    q = p;
+    q.thread_off = true;
+    CHECK(SpinPolicy::never_spins(true, q));
+}

@@ -1,0 +1,218 @@
+// What the engine's files share (engine.h is the engine's API):
+//   engine.cpp          the waits on one fd: read, write, readv, writev,
+//                       stdio refills, and after_call();
+//   engine_sets.cpp     the waits on sets: poll, select, ppoll, epoll;
+//   engine_ticks.cpp    the slow path's periodic work and hooks;
+//   engine_runtime.cpp  the process's settings and fd table.
+// Only those files include this one.
+//
+// Everything here runs on the paths engine.h describes: lock-free,
+// allocation-free, async-signal-safe, errno left alone. The small helpers
+// are inline, so that a wait compiles to what it would in one file; the
+// declarations are hidden, so that the shim reaches the process's settings
+// and table directly, not through the GOT.
+#pragma once
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "core/engine.h"
+#include "platform/sys.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace pipespin::engine {
+
+// ---- the process's settings and fd table (engine_runtime.cpp) -------------
+
+extern constinit Runtime g_runtime;
+
+// The process's table is never destroyed (calls may still arrive while the
+// process exits: other threads, destructors of other libraries), and being
+// trivially destructible, it registers nothing to run at exit.
+extern constinit FdTable g_table;
+
+inline FdTable& table() noexcept {
+    return g_table;
+}
+
+// Unknown fds are classified only while Runtime::classify says so.
+inline Classifier classifier() noexcept {
+    return g_runtime.classify.load(std::memory_order_relaxed) ? classify_fd : nullptr;
+}
+
+// The fd's origin and direction in the process's fresh-fd prior.
+inline FreshPrior::Lane& lane_of(const FdInfo& info, Dir dir) noexcept {
+    return g_runtime.prior.lane(info.origin(), static_cast<int>(dir));
+}
+
+// ---- the policy's answers, with the process's state -----------------------
+
+// The policy's budget for this fd now (SpinPolicy::budget_ns()).
+inline std::uint64_t budget_for(DirState& st, const PolicyParams& params,
+                                const FreshPrior::Lane& lane) noexcept {
+    return SpinPolicy::budget_ns(st.policy, params, g_runtime.wake, lane);
+}
+
+// The run-queue gate (RunQueueGate), with the real clock and run queue.
+inline bool cpu_free_for_peer(const PolicyParams& params, const PolicyState& st) noexcept {
+    return g_runtime.run_queue.cpu_free_for_peer(st, params, sys::now_ns, sys::running_tasks);
+}
+
+// The slow path's periodic work may just have switched the process to the
+// control arm (ab_period) or reloaded mode off: a wait that has not spun yet
+// follows it at once.
+inline bool turned_off() noexcept {
+    return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Off;
+}
+
+// ---- the slow path's periodic work and hooks (engine_ticks.cpp) -----------
+
+// The statistics tick (interval lines, A/B switches), once its deadline has
+// passed.
+void maybe_stats_tick() noexcept;
+// The live re-check of the config file, once reload_ms has passed.
+void maybe_reload() noexcept;
+
+// A call is about to spin or block (or nothing spins, see
+// SpinPolicy::never_spins): the statistics tick and the live re-check.
+inline void slow_path_hooks() noexcept {
+    maybe_stats_tick();
+    maybe_reload();
+}
+
+// A spin is about to start: the deferred work that only a spin needs
+// (Runtime::spin_hook).
+inline void before_spin() noexcept {
+    const SpinHook hook = g_runtime.spin_hook.load(std::memory_order_acquire);
+    if (hook == nullptr) [[likely]]
+        return;
+    const int saved_errno = errno;
+    hook();
+    errno = saved_errno;
+}
+
+// ---- one spin --------------------------------------------------------------
+
+enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBlocking };
+
+// A spin looks this many times before it asks whether the fd is in
+// non-blocking mode: an EAGAIN is delayed by at most these few looks (a
+// couple of µs), while a peer that answers at once costs no extra syscall.
+constexpr unsigned kNonBlockCheckAt = 2;
+
+// What one look at the fd (or the set) found.
+enum class Look : std::uint8_t {
+    Pending,  // not ready: keep spinning
+    Ready,    // the real call will not block now (ready, hung up, or an error it will report)
+    Answer,   // the look was the operation itself and succeeded: its result is the answer
+};
+
+// The file a read or write began on. A spin looks at the fd *number*; if
+// another thread closes or dup2()s that number meanwhile, the next look
+// would see the new file, where a blocking call already in the kernel would
+// have kept waiting on the pipe it began on. The shim holds no reference of
+// its own (an fd of ours would be one the program can see, close, leak or
+// have replaced under it); instead every look first checks that the number
+// still names the file the call began on (FdInfo::current(): one load of
+// the class word, which every close, dup2, dup3, close_range and F_DUPFD
+// the shim sees bumps). When it does not, the spin ends and the real call
+// goes to the kernel on the number, as if the program had entered the
+// kernel just then: the window is that of the program's own race between
+// its call and the other thread's close, never wider than one look.
+struct Fd {
+    int fd;
+    FdInfo info;  // what the table said when the call began (info.cls null: untracked)
+    bool same_file() const noexcept { return info.cls == nullptr || info.current(); }
+};
+
+// Spins until the look reports progress, the budget runs out, or a signal
+// handler runs on this thread (the blocking call would have been interrupted).
+// With an Fd it also stops when the fd turns out to be in non-blocking mode
+// (the program must get its EAGAIN, not a spin) or no longer names the file
+// the call began on (see Fd). `mark` holds the signal epochs as they were
+// before the first look at the fd, so that a handler that ran during that
+// look counts too.
+template <class Step>
+SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
+             const Fd* on = nullptr) {
+    const std::uint64_t start = sys::now_ns();
+    const std::uint64_t deadline = start + budget_ns;
+    for (unsigned i = 1;; ++i) {
+        sys::cpu_relax();
+        if (on != nullptr) {
+            // O_NONBLOCK is read from the kernel each time, never cached: a
+            // dup, fcntl, FIONBIO or another process sharing the file
+            // description may have changed it.
+            long fl = i == kNonBlockCheckAt ? sys::getfl(on->fd) : 0;
+            if (fl < 0 || (fl & O_NONBLOCK)) {
+                spent_ns = sys::now_ns() - start;
+                return SpinEnd::NonBlocking;
+            }
+            if (!on->same_file()) {
+                spent_ns = sys::now_ns() - start;
+                return SpinEnd::Ready;  // the kernel decides, on what the number names now
+            }
+        }
+        Look look = step(i);
+        std::uint64_t now = sys::now_ns();
+        spent_ns = now - start;
+        if (look == Look::Answer) return SpinEnd::Answer;
+        if (look == Look::Ready) return SpinEnd::Ready;
+        if (mark.handler_ran()) return SpinEnd::Interrupted;
+        // Deferred cancellation: the blocking call would be a cancellation
+        // point, so the spin is one too (no-op unless a cancel is pending).
+        sys::test_cancel();
+        if (now >= deadline) return SpinEnd::Exhausted;
+    }
+}
+
+// ---- plans and their accounting -------------------------------------------
+
+// The real call that follows is timed (Plan::Timed; after_call() counts it).
+inline void time_call(Plan& plan, Plan::Timed how) noexcept {
+    plan.timed = how;
+    plan.t_call = sys::now_ns();
+}
+
+// Per family of hooks (process-wide): only waits that spun count.
+inline void count_via(Via via, SpinEnd end) noexcept {
+    table().process().count_via(via, end == SpinEnd::Ready || end == SpinEnd::Answer);
+}
+
+inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
+    const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
+    st.spins.fetch_add(1, std::memory_order_relaxed);
+    st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
+    if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
+    plan.obs.spun = true;
+    plan.obs.spin_hit = hit;
+    plan.obs.spin_ns = spent;
+    plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
+    plan.t_call = sys::now_ns();
+}
+
+inline Plan done(DirState* dir, long result) noexcept {
+    Plan plan;
+    plan.action = Plan::Action::Done;
+    plan.result = result;
+    plan.dir = dir;
+    plan.ctr = dir;
+    return plan;
+}
+
+// A fresh fd whose prior says not to spin would block now: no spin, but the
+// real call is timed, so that the process learns whether a spin would have
+// caught it (after_call()). A non-blocking fd's EAGAIN teaches nothing:
+// after_call() drops results < 0.
+inline void watch_wait(Plan& plan, const PolicyParams& params) noexcept {
+    plan.obs.watched = true;
+    plan.obs.budget_ns = SpinPolicy::spin_ns(params, g_runtime.wake);
+    plan.t_call = sys::now_ns();
+}
+
+}  // namespace pipespin::engine
+
+#pragma GCC visibility pop

@@ -1,0 +1,91 @@
+// The process's settings (Runtime) and fd table, and what changes them:
+// configure() at start-up and on each live reload, pipe(), fork().
+#include "core/engine_detail.h"
+
+namespace pipespin {
+
+namespace engine {
+
+constinit Runtime g_runtime;
+PIPESPIN_COLD constinit FdTable g_table;
+
+}  // namespace engine
+
+using namespace engine;
+
+Runtime& runtime() noexcept {
+    return g_runtime;
+}
+
+FdTable& fd_table() noexcept {
+    return table();
+}
+
+void note_pipe(int rfd, int wfd) noexcept {
+    if (!g_runtime.inert.load(std::memory_order_relaxed)) table().set_pipe(rfd, wfd);
+}
+
+void after_fork_child(bool counters_read) noexcept {
+    if (counters_read) table().new_process();
+}
+
+void stats_snapshot(StatsSnapshot& out) noexcept {
+    table().snapshot(out);
+}
+
+bool anything_spins() noexcept {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    const bool any_dir = g_runtime.spin_dir[static_cast<int>(Dir::Read)].load(kRelaxed) ||
+                         g_runtime.spin_dir[static_cast<int>(Dir::Write)].load(kRelaxed) ||
+                         g_runtime.spin_poll.load(kRelaxed);
+    return !SpinPolicy::never_spins(any_dir, g_runtime.params());
+}
+
+namespace {
+// Writes only what changes (see Runtime); true if it changed.
+template <class T, class V>
+bool update(std::atomic<T>& field, V value) noexcept {
+    const T v = static_cast<T>(value);
+    if (field.load(std::memory_order_relaxed) == v) return false;
+    field.store(v, std::memory_order_relaxed);
+    return true;
+}
+}  // namespace
+
+void configure(const Options& o, int usable_cpus) noexcept {
+    const bool mode_changed = update(g_runtime.mode, o.mode());
+    const bool ceiling_changed =
+        update(g_runtime.max_spin_ns, static_cast<std::uint64_t>(o.spin_us) * 1000u);
+    update(g_runtime.usable_cpus, usable_cpus);
+    update(g_runtime.probe, o.probe());
+    update(g_runtime.spin_dir[static_cast<int>(Dir::Read)], o.spin_read != 0);
+    update(g_runtime.spin_dir[static_cast<int>(Dir::Write)], o.spin_write != 0);
+    update(g_runtime.spin_poll, o.spin_poll != 0);
+    update(g_runtime.count_bytes, !o.stats.empty());
+    PolicyParams next;
+    next.mode = o.mode();
+    next.max_spin_ns = static_cast<std::uint64_t>(o.spin_us) * 1000u;
+    next.usable_cpus = usable_cpus;
+    const bool may_spin =
+        !SpinPolicy::never_spins(o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0, next);
+    update(g_runtime.classify, may_spin || !o.stats.empty());
+    update(g_runtime.inert, o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info);
+    // A changed period starts counting now; the first check of all comes at
+    // the first chance (reload_next_ns 0), since the file may have changed
+    // since it was read.
+    if (update(g_runtime.reload_ms, o.reload_ms))
+        g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
+                                       std::memory_order_relaxed);
+    if ((mode_changed || ceiling_changed) && table().blocks_mapped() != 0) {
+        // What adaptive mode measured was under other settings. Threads in
+        // a call meanwhile may write a stale field back: that costs one
+        // epoch's accuracy, never correctness.
+        table().for_each_state([](int, std::uint64_t, FdState& s) {
+            for (DirState& st : s.dir) st.policy.relearn();  // a program's hints stay
+        });
+        g_runtime.wake.reset();
+        g_runtime.prior.reset();
+    }
+}
+
+}  // namespace pipespin

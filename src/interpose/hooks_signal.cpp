@@ -1,0 +1,120 @@
+// The libc names that install signal handlers: sigaction and __sigaction,
+// and signal() and its relatives on top of it, with the semantics glibc
+// gives each. Each is a thin wrapper around wrapped_sigaction()
+// (signals.cpp), which puts the program's handler behind the trampoline
+// while anything can spin, and shows the program its own handlers and
+// flags.
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+#include "interpose/signals.h"
+#include "interpose/trampoline.h"
+#include "interpose/wrap.h"
+
+using namespace pipespin::interpose;
+
+namespace {
+
+// Signals siginterrupt() asked to interrupt system calls: signal() then
+// installs without SA_RESTART, as glibc's own signal() does.
+std::atomic<std::uint64_t> g_sigintr{0};
+
+int bsd_flags(int sig) {
+    return (g_sigintr.load(std::memory_order_relaxed) >> (sig & 63)) & 1 ? 0 : SA_RESTART;
+}
+
+// signal() and friends, on top of the wrapped sigaction, with the semantics
+// glibc gives each: BSD (SA_RESTART unless siginterrupt() said otherwise,
+// handler stays) or System V (SA_RESETHAND | SA_NODEFER, no restart).
+sighandler_t install(int sig, sighandler_t handler, int flags, bool block_self) {
+    if (handler == SIG_ERR || sig <= 0 || sig >= kSigSlots) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction act {
+    }, old{};
+    act.sa_handler = handler;
+    act.sa_flags = flags;
+    sigemptyset(&act.sa_mask);
+    if (block_self) sigaddset(&act.sa_mask, sig);
+    if (wrapped_sigaction(sig, &act, &old) < 0) return SIG_ERR;
+    return old.sa_handler;
+}
+
+sighandler_t bsd_signal_impl(int sig, sighandler_t handler) {
+    return install(sig, handler, sig > 0 && sig < kSigSlots ? bsd_flags(sig) : 0, true);
+}
+
+}  // namespace
+
+PIPESPIN_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    return wrapped_sigaction(sig, act, old);
+}
+
+PIPESPIN_EXPORT int __sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+    return wrapped_sigaction(sig, act, old);
+}
+
+PIPESPIN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+    return bsd_signal_impl(sig, handler);
+}
+
+PIPESPIN_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
+    return bsd_signal_impl(sig, handler);
+}
+
+PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
+    return bsd_signal_impl(sig, handler);
+}
+
+// As glibc's: remember the choice for signal(), and re-install the current
+// action with SA_RESTART changed (here through the wrapped sigaction, so
+// that the trampoline's SA_RESTART bit follows).
+PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
+    struct sigaction act {};
+    if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;
+    const std::uint64_t bit = 1ull << (sig & 63);
+    if (flag) {
+        g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+        act.sa_flags &= ~SA_RESTART;
+    } else {
+        g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+        act.sa_flags |= SA_RESTART;
+    }
+    return wrapped_sigaction(sig, &act, nullptr) < 0 ? -1 : 0;
+}
+
+PIPESPIN_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+PIPESPIN_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+    return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+// sigset(): SIG_HOLD blocks the signal; anything else installs the handler
+// and unblocks it; the return value is SIG_HOLD if it was blocked.
+PIPESPIN_EXPORT sighandler_t sigset(int sig, sighandler_t handler) {
+    if (sig <= 0 || sig >= kSigSlots) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    sigset_t one, prev_mask;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    struct sigaction old {};
+    if (handler == SIG_HOLD) {
+        if (wrapped_sigaction(sig, nullptr, &old) < 0) return SIG_ERR;
+        if (sigprocmask(SIG_BLOCK, &one, &prev_mask) < 0) return SIG_ERR;
+        return sigismember(&prev_mask, sig) ? SIG_HOLD : old.sa_handler;
+    }
+    struct sigaction act {};
+    act.sa_handler = handler;
+    sigemptyset(&act.sa_mask);
+    if (wrapped_sigaction(sig, &act, &old) < 0) return SIG_ERR;
+    if (sigprocmask(SIG_UNBLOCK, &one, &prev_mask) < 0) return SIG_ERR;
+    return sigismember(&prev_mask, sig) ? SIG_HOLD : old.sa_handler;
+}
