@@ -120,10 +120,6 @@ struct CoverageArgs {
     Mode mode = Mode::Fixed;
 };
 
-std::string_view mode_name(Mode m) {
-    return option_spec("mode").choices[static_cast<std::size_t>(m)];
-}
-
 CoverageArgs parse(ArgCursor& cur) {
     CoverageArgs a;
     while (!cur.done()) {
@@ -138,7 +134,7 @@ CoverageArgs parse(ArgCursor& cur) {
         } else if (auto v = cur.take_value("--gap-us")) {
             a.gap_us = parse_count(kCommand, "--gap-us", *v, 0, 1'000'000);
         } else if (auto v = cur.take_value("--mode")) {
-            a.mode = static_cast<Mode>(parse_flag_value(kCommand, option_spec("mode"), *v));
+            a.mode = static_cast<Mode>(parse_flag_value(kCommand, option_spec(OptionId::Mode), *v));
         } else if (auto v = cur.take_value("--markdown")) {
             if (v->empty()) throw UsageError("coverage: --markdown needs a file name");
             a.markdown = std::string(*v);
@@ -418,7 +414,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command,
     std::string out = fmt::format(
         "Produced by `{}` ({} rounds, no shim and shim interleaved; shim mode {}; library "
         "{}; kernel {}, {} usable CPUs).\n\n",
-        command, a.rounds, mode_name(a.mode), library, u.release, sys::usable_cpus());
+        command, a.rounds, name_of(a.mode), library, u.release, sys::usable_cpus());
     out +=
         "| program | command | role | linked | engaged (spins, by hook) | output | no shim | "
         "shim | speedup |\n|---|---|---|---|---|---|---:|---:|---:|\n";
@@ -442,7 +438,7 @@ int coverage(const CoverageArgs& a, Args raw) {
     // which it hands on to the program with --preload (it never preloads
     // itself).
     Environment own_shim = envs.of(kArmKinds[3]);
-    own_shim.set("PIPESPIN_MODE", mode_name(a.mode));
+    own_shim.set("PIPESPIN_MODE", name_of(a.mode));
     Environment worker_shim = plain;
     worker_shim.set("PIPESPIN_MODE", *own_shim.get("PIPESPIN_MODE"));
 

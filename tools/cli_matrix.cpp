@@ -50,7 +50,7 @@ std::optional<MatrixArgs> parse_matrix(ArgCursor& cur) {
         } else if (auto v = cur.take_value("--rounds")) {
             a.rounds = parse_count(kCommand, "--rounds", *v, 1, 1000);
         } else if (auto v = cur.take_value("--spin-us")) {
-            a.spin_us = parse_flag_value(kCommand, option_spec("spin_us"), *v);
+            a.spin_us = parse_flag_value(kCommand, option_spec(OptionId::SpinUs), *v);
         } else if (auto v = cur.take_value("--markdown")) {
             a.markdown = std::string(*v);
         } else if (auto v = cur.take_value("--json")) {
@@ -163,7 +163,7 @@ int bench_matrix(ArgCursor& cur) {
     rep.empty_library = empty_library_beside(rep.library);
     const ArmEnvironments envs(rep.library, a.spin_us, rep.empty_library);
     const Environment& plain = envs.of(kArms[kNoShim]);
-    rep.spin_us = a.spin_us.value_or(Options{}.*option_spec("spin_us").field);
+    rep.spin_us = a.spin_us.value_or(Options{}.spin_us);
     rep.spin_us_default = !a.spin_us.has_value();
 
     Output markdown_out = open_output(a.markdown);

@@ -97,9 +97,9 @@ struct ArmKind {
 };
 inline constexpr ArmKind kArmKinds[] = {
     {"no shim", std::nullopt},
-    {"off", Mode::Off},
-    {"fixed", Mode::Fixed},
-    {"adaptive", Mode::Adaptive},
+    {name_of(Mode::Off), Mode::Off},
+    {name_of(Mode::Fixed), Mode::Fixed},
+    {name_of(Mode::Adaptive), Mode::Adaptive},
 };
 inline constexpr ArmKind kEmptyPreloadArm{"empty preload", std::nullopt, true};
 
@@ -122,9 +122,6 @@ private:
     std::string other_preloads_;
     Environment base_;
 };
-
-// The table entry of an option the tools know exists ("mode", "spin_us").
-const OptionSpec& option_spec(std::string_view name);
 
 struct Captured {
     int wait_status = 0;  // as from waitpid
