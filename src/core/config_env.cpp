@@ -35,8 +35,9 @@ void warn_too_long(const char* name, const OptionSpec& spec, std::string_view st
 unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
     char name[64];
     unsigned captured = 0;
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        if (!env_name_into(option_table()[i], name, sizeof name)) continue;
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
+        if (!env_name_into(spec, name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;
         std::size_t n = 0;
@@ -58,9 +59,9 @@ unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sourc
     unsigned problems = 0;
     char name[64];
     char why[256];
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
         if (!env.set[i]) continue;
-        const OptionSpec& spec = option_table()[i];
         if (env.too_long(i)) {
             ++problems;
             if (warn != nullptr && env_name_into(spec, name, sizeof name))

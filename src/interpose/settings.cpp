@@ -220,8 +220,8 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
         }
     }
     o.put(":");
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        const OptionSpec& spec = option_table()[i];
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
         o.put(" ");
         o.put(spec.name);
         o.put("=");
