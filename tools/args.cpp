@@ -79,12 +79,6 @@ bool take_rounds_flag(ArgCursor& cur, std::string_view command, bool& quick,
     return false;
 }
 
-const OptionSpec& option_spec(std::string_view name) {
-    const OptionSpec* spec = find_option(name);
-    if (spec == nullptr) throw std::logic_error(fmt::format("no option '{}' in the table", name));
-    return *spec;
-}
-
 std::string flag_name(const OptionSpec& spec) {
     std::string out = "--";
     for (char c : spec.name) out += c == '_' ? '-' : c;

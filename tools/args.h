@@ -15,9 +15,6 @@ namespace pipespin::cli {
 
 class ArgCursor;
 
-// The table entry of an option the tools know exists ("mode", "spin_us").
-const OptionSpec& option_spec(std::string_view name);
-
 // Command-line values for table options: "--spin-us" for spin_us, and the
 // value parsed strictly (anything parse_value would fix up is an error here,
 // since the user is present to correct it).

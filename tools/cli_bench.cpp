@@ -76,7 +76,7 @@ PingpongArgs parse_pingpong(ArgCursor& cur) {
         else if (auto v = cur.take_value("--rounds"))
             a.rounds = parse_count("bench pingpong", "--rounds", *v, 1, 10'000);
         else if (auto v = cur.take_value("--spin-us"))
-            a.spin_us = parse_flag_value("bench pingpong", option_spec("spin_us"), *v);
+            a.spin_us = parse_flag_value("bench pingpong", option_spec(OptionId::SpinUs), *v);
         else
             cur.fail_unknown();
     }
@@ -163,7 +163,7 @@ int bench_pingpong(ArgCursor& cur) {
     }
     if (progress) fmt::print(stderr, "\r{:20}\r", "");
 
-    const std::uint32_t spin_us = a.spin_us.value_or(Options{}.*option_spec("spin_us").field);
+    const std::uint32_t spin_us = a.spin_us.value_or(Options{}.spin_us);
     if (a.json)
         print_json(a, arms, floor, spin_us, library);
     else

@@ -37,10 +37,6 @@
 namespace pipespin::cli {
 namespace coverage {
 
-std::string_view mode_name(Mode m) {
-    return option_spec("mode").choices[static_cast<std::size_t>(m)];
-}
-
 namespace {
 namespace fs = std::filesystem;
 
@@ -51,7 +47,7 @@ CoverageArgs parse(ArgCursor& cur) {
         if (auto v = cur.take_value("--gap-us")) {
             a.gap_us = parse_count(kCommand, "--gap-us", *v, 0, 1'000'000);
         } else if (auto v = cur.take_value("--mode")) {
-            a.mode = static_cast<Mode>(parse_flag_value(kCommand, option_spec("mode"), *v));
+            a.mode = static_cast<Mode>(parse_flag_value(kCommand, option_spec(OptionId::Mode), *v));
         } else if (auto v = cur.take_value("--markdown")) {
             if (v->empty()) throw UsageError("coverage: --markdown needs a file name");
             a.markdown = std::string(*v);
@@ -195,7 +191,7 @@ int run_all(const CoverageArgs& a, Args raw) {
     // which it hands on to the program with --preload (it never preloads
     // itself).
     Environment own_shim = envs.of(kArmKinds[3]);
-    own_shim.set("PIPESPIN_MODE", mode_name(a.mode));
+    own_shim.set("PIPESPIN_MODE", name_of(a.mode));
     Environment worker_shim = plain;
     worker_shim.set("PIPESPIN_MODE", *own_shim.get("PIPESPIN_MODE"));
 

@@ -51,7 +51,7 @@ MatrixArgs parse_matrix(ArgCursor& cur) {
     while (!cur.done()) {
         if (take_rounds_flag(cur, kCommand, a.quick, a.rounds)) continue;
         if (auto v = cur.take_value("--spin-us")) {
-            a.spin_us = parse_flag_value(kCommand, option_spec("spin_us"), *v);
+            a.spin_us = parse_flag_value(kCommand, option_spec(OptionId::SpinUs), *v);
         } else if (auto v = cur.take_value("--markdown")) {
             a.markdown = std::string(*v);
         } else if (auto v = cur.take_value("--json")) {
@@ -153,7 +153,7 @@ int bench_matrix(ArgCursor& cur) {
     rep.empty_library = empty_library_beside(rep.library);
     const ArmEnvironments envs(rep.library, a.spin_us, rep.empty_library);
     const Environment& plain = envs.of(kArms[kNoShim]);
-    rep.spin_us = a.spin_us.value_or(Options{}.*option_spec("spin_us").field);
+    rep.spin_us = a.spin_us.value_or(Options{}.spin_us);
     rep.spin_us_default = !a.spin_us.has_value();
 
     Output markdown_out = open_output(a.markdown);

@@ -60,8 +60,6 @@ struct CoverageArgs {
     Mode mode = Mode::Fixed;
 };
 
-// The name of a mode, as PIPESPIN_MODE takes it.
-std::string_view mode_name(Mode m);
 
 struct ShimCounters {
     int processes = 0;  // process images that wrote a statistics line

@@ -78,7 +78,7 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command,
     std::string out = fmt::format(
         "Produced by `{}` ({} rounds, no shim and shim interleaved; shim mode {}; library "
         "{}; kernel {}, {} usable CPUs).\n\n",
-        command, a.rounds, mode_name(a.mode), library, u.release, sys::usable_cpus());
+        command, a.rounds, name_of(a.mode), library, u.release, sys::usable_cpus());
     out +=
         "| program | command | role | linked | engaged (spins, by hook) | output | no shim | "
         "shim | speedup |\n|---|---|---|---|---|---|---:|---:|---:|\n";

@@ -73,10 +73,10 @@ Environment ArmEnvironments::of(const ArmKind& arm) const {
     if (!arm.mode) return base_;
     Environment env = base_;
     env.set_preload(preload_with(other_preloads_, library_));
-    const OptionSpec& mode = option_spec("mode");
+    const OptionSpec& mode = option_spec(OptionId::Mode);
     env.set(env_name(mode), format_value(mode, static_cast<std::uint32_t>(*arm.mode)));
     if (spin_us_) {
-        const OptionSpec& spin = option_spec("spin_us");
+        const OptionSpec& spin = option_spec(OptionId::SpinUs);
         env.set(env_name(spin), format_value(spin, *spin_us_));
     }
     return env;

@@ -42,9 +42,9 @@ struct ArmKind {
 };
 inline constexpr ArmKind kArmKinds[] = {
     {"no shim", std::nullopt},
-    {"off", Mode::Off},
-    {"fixed", Mode::Fixed},
-    {"adaptive", Mode::Adaptive},
+    {name_of(Mode::Off), Mode::Off},
+    {name_of(Mode::Fixed), Mode::Fixed},
+    {name_of(Mode::Adaptive), Mode::Adaptive},
 };
 inline constexpr ArmKind kEmptyPreloadArm{"empty preload", std::nullopt, true};
 

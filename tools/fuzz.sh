@@ -36,7 +36,8 @@ mkdir -p "$out/corpus"
 # The parser, the option table and the raw syscalls (fuzz_config.cpp stubs
 # out the two cancellation helpers sys.cpp refers to, which the parser never
 # reaches).
-srcs=(src/core/config.cpp src/core/options.cpp src/platform/sys.cpp)
+srcs=(src/core/config.cpp src/core/config_env.cpp src/core/config_file.cpp src/core/config_match.cpp
+      src/core/options.cpp src/platform/sys.cpp)
 seeds=("$here"/tests/fuzz/seeds/* "$here/preload.conf.example")
 
 engine=${PIPESPIN_FUZZ_ENGINE:-}

@@ -17,14 +17,8 @@ namespace {
 
 Counters counters_of(const JsonValue& v) {
     Counters c;
-    auto u = [&](std::string_view k) { return static_cast<std::uint64_t>(v.num(k)); };
-    c.calls = u("calls");
-    c.bytes = u("bytes");
-    c.waits = u("waits");
-    c.spins = u("spins");
-    c.spin_hits = u("spin_hits");
-    c.spin_ns = u("spin_ns");
-    c.sleep_ns = u("sleep_ns");
+#define PIPESPIN_COUNTER(name, help) c.name = static_cast<std::uint64_t>(v.num(#name));
+#include "core/counters.def"
     return c;
 }
 
@@ -79,13 +73,9 @@ StatsSnapshot difference(const StatsSnapshot& later, const StatsSnapshot& earlie
             const Counters& a = later.c[k][dir];
             const Counters& b = earlier.c[k][dir];
             Counters& c = d.c[k][dir];
-            c.calls = minus(a.calls, b.calls);
-            c.bytes = minus(a.bytes, b.bytes);
-            c.waits = minus(a.waits, b.waits);
-            c.spins = minus(a.spins, b.spins);
-            c.spin_hits = std::min(minus(a.spin_hits, b.spin_hits), c.spins);
-            c.spin_ns = minus(a.spin_ns, b.spin_ns);
-            c.sleep_ns = minus(a.sleep_ns, b.sleep_ns);
+#define PIPESPIN_COUNTER(name, help) c.name = minus(a.name, b.name);
+#include "core/counters.def"
+            c.spin_hits = std::min(c.spin_hits, c.spins);
             for (int e = 0; e < kWaitEnds; ++e) {
                 for (int i = 0; i < kWaitBuckets; ++i)
                     d.wait[k][dir][e].n[i] =
@@ -274,10 +264,14 @@ std::string rusage_json(const Rusage& r) {
 }
 
 std::string counters_json(const Counters& c) {
-    return fmt::format(
-        "{{\"calls\":{},\"waits\":{},\"spins\":{},\"spin_hits\":{},\"spin_misses\":{},"
-        "\"spin_ns\":{},\"sleep_ns\":{},\"bytes\":{}}}",
-        c.calls, c.waits, c.spins, c.spin_hits, c.spin_misses(), c.spin_ns, c.sleep_ns, c.bytes);
+    std::string out = "{";
+    auto one = [&](std::string_view name, std::uint64_t v) {
+        out += fmt::format("{}\"{}\":{}", out.size() > 1 ? "," : "", name, v);
+    };
+#define PIPESPIN_COUNTER(name, help) one(#name, c.name);
+#define PIPESPIN_DERIVED_COUNTER(name, expr, help) one(#name, c.name());
+#include "core/counters.def"
+    return out + "}";
 }
 
 std::string snapshot_json(const StatsSnapshot& s) {

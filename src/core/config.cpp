@@ -1,35 +1,21 @@
+// The config file's text (its sections and `key = value` lines) and the
+// whole resolution of the options from defaults, the file and the
+// environment. Reading the file is config_file.cpp, the environment
+// config_env.cpp, [program NAME] matching config_match.cpp.
 #include "core/config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
+#include "core/ascii.h"
 #include "core/out.h"
-#include "platform/sys.h"
 
 namespace pipespin {
 namespace {
 
-constexpr std::size_t kNpos = static_cast<std::size_t>(-1);
+using ascii::iequals;
+using ascii::is_blank;
 
-bool is_blank(char c) noexcept {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::string_view trim(std::string_view s) noexcept {
-    while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-    while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
-    return s;
-}
-
-char lower(char c) noexcept {
-    return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i])) return false;
-    return true;
+// Config lines split on '\n': what is trimmed there is blanks.
+constexpr std::string_view trim(std::string_view s) noexcept {
+    return ascii::trim(s, is_blank);
 }
 
 // Up to the first '#' that starts the line or follows a blank: "50 # µs".
@@ -37,55 +23,6 @@ std::string_view strip_comment(std::string_view line) noexcept {
     for (std::size_t i = 0; i < line.size(); ++i)
         if (line[i] == '#' && (i == 0 || is_blank(line[i - 1]))) return sub(line, 0, i);
     return line;
-}
-
-void put_octal(Out& o, std::uint32_t v) noexcept {
-    char tmp[12];
-    std::size_t n = 0;
-    do {
-        tmp[n++] = static_cast<char>('0' + (v & 7));
-        v >>= 3;
-    } while (v != 0 && n < sizeof tmp);
-    o.put("0");
-    for (std::size_t i = n; i > 0; --i) o.put({&tmp[i - 1], 1});
-}
-
-// strerror() is not async-signal-safe (locales): the few a config file meets.
-const char* errno_text(long e) noexcept {
-    switch (e) {
-        case EACCES:
-            return "permission denied";
-        case EPERM:
-            return "operation not permitted";
-        case ENOENT:
-            return "no such file";
-        case ENOTDIR:
-            return "a path component is not a directory";
-        case ELOOP:
-            return "too many levels of symbolic links";
-        case ENAMETOOLONG:
-            return "file name too long";
-        case EISDIR:
-            return "is a directory";
-        case EIO:
-            return "input/output error";
-        case EMFILE:
-        case ENFILE:
-            return "too many open files";
-        case ENOMEM:
-            return "out of memory";
-        default:
-            return nullptr;
-    }
-}
-
-void put_errno(Out& o, long e) noexcept {
-    if (const char* t = errno_text(e)) {
-        o.put(t);
-    } else {
-        o.put("errno ");
-        o.num(static_cast<std::uint64_t>(e));
-    }
 }
 
 // Problems in one file: counted always, passed on as messages up to a cap
@@ -194,7 +131,7 @@ struct Walker {
         char name[32];
         const OptionSpec* spec = nullptr;
         if (!key.empty() && key.size() < sizeof name) {
-            for (std::size_t i = 0; i < key.size(); ++i) name[i] = lower(key[i]);
+            for (std::size_t i = 0; i < key.size(); ++i) name[i] = ascii::lower(key[i]);
             spec = find_option({name, key.size()});
         }
         if (spec == nullptr) {
@@ -288,13 +225,13 @@ struct Walker {
                 });
             return;
         }
-        std::size_t bad = kNpos;
-        for (std::size_t i = 0; i < raw.size() && bad == kNpos; ++i) {
+        std::size_t bad = std::string_view::npos;
+        for (std::size_t i = 0; i < raw.size() && bad == std::string_view::npos; ++i) {
             const auto u = static_cast<unsigned char>(raw[i]);
             if ((u < 0x20 && u != '\t' && !(u == '\r' && i + 1 == raw.size())) || u == 0x7f)
                 bad = i;
         }
-        if (bad != kNpos) {
+        if (bad != std::string_view::npos) {
             if (checking)
                 rep.at(line, [&](Out& o) {
                     o.put("binary data (a control byte at column ");
@@ -314,122 +251,7 @@ struct Walker {
     }
 };
 
-bool class_match(std::string_view p, std::size_t& pi, char c) noexcept {
-    // p[pi] == '['. On return pi is past the class; no closing ']' makes
-    // the '[' a literal.
-    std::size_t j = pi + 1;
-    bool negate = false;
-    if (j < p.size() && (p[j] == '!' || p[j] == '^')) {
-        negate = true;
-        ++j;
-    }
-    const std::size_t first = j;
-    bool hit = false;
-    while (j < p.size() && (p[j] != ']' || j == first)) {
-        char lo = p[j];
-        if (lo == '\\' && j + 1 < p.size()) lo = p[++j];
-        char hi = lo;
-        if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
-            hi = p[j + 2];
-            if (hi == '\\' && j + 3 < p.size()) hi = p[++j + 2];
-            j += 2;
-        }
-        if (c >= lo && c <= hi) hit = true;
-        ++j;
-    }
-    if (j >= p.size()) {  // unterminated: a literal '['
-        ++pi;
-        return c == '[';
-    }
-    pi = j + 1;
-    return hit != negate;
-}
-
-// "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at
-// most 255); using adaptive".
-void warn_too_long(const char* name, const OptionSpec& spec, std::string_view start,
-                   std::size_t length, const Options& options, ConfigWarn warn,
-                   void* ctx) noexcept {
-    char msg[512];
-    Out o{msg, sizeof msg};
-    o.put(name);
-    o.put(": a value of ");
-    o.num(length);
-    o.put(" bytes starting '");
-    o.printable(trim(sub(start, 0, 32)));
-    o.put("' is too long (at most ");
-    o.num(EnvOverlay::kSlot - 1);
-    o.put("); using ");
-    char used[sizeof(TextValue::s)];
-    format_option_into(spec, options, used, sizeof used);
-    if (spec.kind == OptionKind::Text) o.put("'");
-    o.printable(used, 100);
-    if (spec.kind == OptionKind::Text) o.put("'");
-    warn(ctx, msg);
-}
-
 }  // namespace
-
-bool glob_match(std::string_view p, std::string_view t) noexcept {
-    std::size_t pi = 0, ti = 0, star_p = kNpos, star_t = 0;
-    while (ti < t.size()) {
-        if (pi < p.size()) {
-            const char c = p[pi];
-            if (c == '*') {
-                star_p = ++pi;
-                star_t = ti;
-                continue;
-            }
-            std::size_t next = pi + 1;
-            bool ok;
-            if (c == '?') {
-                ok = true;
-            } else if (c == '[') {
-                next = pi;
-                ok = class_match(p, next, t[ti]);
-            } else if (c == '\\' && pi + 1 < p.size()) {
-                next = pi + 2;
-                ok = p[pi + 1] == t[ti];
-            } else {
-                ok = c == t[ti];
-            }
-            if (ok) {
-                pi = next;
-                ++ti;
-                continue;
-            }
-        }
-        if (star_p == kNpos) return false;
-        pi = star_p;
-        ti = ++star_t;
-    }
-    while (pi < p.size() && p[pi] == '*') ++pi;
-    return pi == p.size();
-}
-
-std::string_view base_name(std::string_view path) noexcept {
-    const std::size_t slash = path.rfind('/');
-    return slash == std::string_view::npos ? path : sub(path, slash + 1);
-}
-
-bool program_matches(std::string_view names, const ProgramId& program) noexcept {
-    std::size_t i = 0;
-    while (i < names.size()) {
-        while (i < names.size() && is_blank(names[i])) ++i;
-        std::size_t j = i;
-        while (j < names.size() && !is_blank(names[j])) ++j;
-        const std::string_view name = sub(names, i, j - i);
-        i = j;
-        if (name.empty()) continue;
-        if (name.find('/') != std::string_view::npos) {
-            if (!program.exe_path.empty() && glob_match(name, program.exe_path)) return true;
-        } else {
-            if (!program.exe_name.empty() && glob_match(name, program.exe_name)) return true;
-            if (!program.argv0_name.empty() && glob_match(name, program.argv0_name)) return true;
-        }
-    }
-    return false;
-}
 
 unsigned apply_config_text(std::string_view text, const char* path, const ProgramId& program,
                            bool root_owned, Options& options, OptionSources& sources,
@@ -438,148 +260,6 @@ unsigned apply_config_text(std::string_view text, const char* path, const Progra
     Walker{program, root_owned, options, sources, rep, true}.run(text);
     Walker{program, root_owned, options, sources, rep, false}.run(text);
     return rep.count;
-}
-
-FileStamp stamp_path(const char* path) noexcept {
-    FileStamp s;
-    sys::FileInfo fi;
-    if (sys::stat_path(path, fi) != 0) return s;
-    s = {true, fi.dev, fi.ino, fi.size, fi.mtime_s, fi.ctime_s, fi.mtime_ns, fi.ctime_ns, fi.uid};
-    return s;
-}
-
-LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::size_t cap,
-                            std::size_t& len, FileStamp& stamp, char* why,
-                            std::size_t why_size) noexcept {
-    len = 0;
-    stamp = {};
-    Out o{why, why_size};
-    o.put("");
-    const long fd = sys::open_read(path);
-    if (fd < 0) {
-        put_errno(o, -fd);
-        return fd == -ENOENT ? LoadStatus::Missing : LoadStatus::Unreadable;
-    }
-    struct Closer {
-        int fd;
-        ~Closer() { sys::close(fd); }
-    } closer{static_cast<int>(fd)};
-    sys::FileInfo fi;
-    if (const long r = sys::stat_fd(closer.fd, fi); r != 0) {
-        o.put("cannot examine it: ");
-        put_errno(o, -r);
-        return LoadStatus::Unreadable;
-    }
-    if (!S_ISREG(fi.mode)) {
-        o.put(S_ISDIR(fi.mode) ? "a directory" : "not a regular file");
-        return LoadStatus::NotRegular;
-    }
-    if (fi.uid != 0 && fi.uid != euid) {
-        o.put("refused: owned by uid ");
-        o.num(fi.uid);
-        o.put(", neither root nor the running user (uid ");
-        o.num(euid);
-        o.put(")");
-        return LoadStatus::Insecure;
-    }
-    if ((fi.mode & S_IWOTH) || ((fi.mode & S_IWGRP) && fi.gid != 0)) {
-        o.put("refused: writable by ");
-        o.put((fi.mode & S_IWOTH) ? "everybody" : "its group");
-        o.put(" (mode ");
-        put_octal(o, fi.mode & 07777);
-        if (!(fi.mode & S_IWOTH)) {
-            o.put(", group ");
-            o.num(fi.gid);
-        }
-        o.put(")");
-        return LoadStatus::Insecure;
-    }
-    if (fi.size > kConfigMaxBytes) {
-        o.put("too large (");
-        o.num(fi.size);
-        o.put(" bytes, at most ");
-        o.num(kConfigMaxBytes);
-        o.put(")");
-        return LoadStatus::TooLarge;
-    }
-    const std::size_t want = cap < kConfigMaxBytes + 1 ? cap : kConfigMaxBytes + 1;
-    while (len < want) {
-        const long n = sys::read(closer.fd, buf + len, want - len);
-        if (n == -EINTR) continue;
-        if (n < 0) {
-            o.put("cannot read it: ");
-            put_errno(o, -n);
-            len = 0;
-            return LoadStatus::Unreadable;
-        }
-        if (n == 0) break;
-        len += static_cast<std::size_t>(n);
-    }
-    if (len > kConfigMaxBytes) {  // it grew while we read
-        o.put("too large (more than ");
-        o.num(kConfigMaxBytes);
-        o.put(" bytes)");
-        len = 0;
-        return LoadStatus::TooLarge;
-    }
-    stamp = {true,       fi.dev,      fi.ino,      fi.size, fi.mtime_s,
-             fi.ctime_s, fi.mtime_ns, fi.ctime_ns, fi.uid};
-    return LoadStatus::Ok;
-}
-
-unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
-    char name[64];
-    unsigned captured = 0;
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        if (!env_name_into(option_table()[i], name, sizeof name)) continue;
-        const char* text = getenv_fn(name, ctx);
-        if (text == nullptr) continue;
-        std::size_t n = 0;
-        while (text[n] != '\0' && n + 1 < EnvOverlay::kSlot) {
-            env.text[i][n] = text[n];
-            ++n;
-        }
-        env.text[i][n] = '\0';
-        while (text[n] != '\0') ++n;
-        env.length[i] = n;
-        env.set[i] = true;
-        ++captured;
-    }
-    return captured;
-}
-
-unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sources, ConfigWarn warn,
-                   void* ctx) noexcept {
-    unsigned problems = 0;
-    char name[64];
-    char why[256];
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        if (!env.set[i]) continue;
-        const OptionSpec& spec = option_table()[i];
-        if (env.too_long(i)) {
-            ++problems;
-            if (warn != nullptr && env_name_into(spec, name, sizeof name))
-                warn_too_long(name, spec, env.text[i], env.length[i], options, warn, ctx);
-            continue;
-        }
-        const ParseStatus status =
-            apply_option(spec, env.text[i], options, warn ? why : nullptr, sizeof why);
-        if (status == ParseStatus::Ok || status == ParseStatus::AboveMax ||
-            status == ParseStatus::BelowMin) {
-            sources.kind[i] = SourceKind::Env;
-            sources.line[i] = 0;
-        }
-        if (status == ParseStatus::Ok) continue;
-        ++problems;
-        if (warn == nullptr || !env_name_into(spec, name, sizeof name)) continue;
-        char msg[512];
-        Out o{msg, sizeof msg};
-        o.put(name);
-        o.put(": ");
-        o.put(why);
-        warn(ctx, msg);
-    }
-    return problems;
 }
 
 unsigned resolve_options(const ResolveInput& in, Options& options, OptionSources& sources,

@@ -32,7 +32,8 @@ ConfigCheck check_config(const std::string& path, bool must_exist, const Program
     char why[256];
     c.file_read = !path.empty() && load_config_file(path.c_str(), euid, buf.data(), buf.size(), len,
                                                     stamp, why, sizeof why) == LoadStatus::Ok;
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
         switch (c.sources.kind[i]) {
             case SourceKind::Default:
                 c.where[i] = "default";
@@ -41,7 +42,7 @@ ConfigCheck check_config(const std::string& path, bool must_exist, const Program
                 c.where[i] = fmt::format("{}:{}", path, c.sources.line[i]);
                 break;
             case SourceKind::Env:
-                c.where[i] = env_name(option_table()[i]);
+                c.where[i] = env_name(spec);
                 break;
         }
     }

@@ -22,13 +22,9 @@ static_assert(PIPESPIN_KIND_PIPE == static_cast<int>(StatKind::Pipe) &&
 static_assert(PIPESPIN_STAT_READ == static_cast<int>(StatDir::Read) &&
               PIPESPIN_STAT_WRITE == static_cast<int>(StatDir::Write) &&
               PIPESPIN_STAT_POLL == static_cast<int>(StatDir::Poll));
-static_assert(PIPESPIN_VIA_IO == static_cast<int>(Via::Io) &&
-              PIPESPIN_VIA_POLL == static_cast<int>(Via::Poll) &&
-              PIPESPIN_VIA_STDIO == static_cast<int>(Via::Stdio) &&
-              PIPESPIN_VIA_VECTOR == static_cast<int>(Via::Vector) &&
-              PIPESPIN_VIA_SELECT == static_cast<int>(Via::Select) &&
-              PIPESPIN_VIA_EPOLL == static_cast<int>(Via::Epoll) &&
-              PIPESPIN_VIA_SPLICE == static_cast<int>(Via::Splice));
+#define PIPESPIN_VIA_INDEX(id, name, index) static_assert(index == static_cast<int>(Via::id));
+PIPESPIN_VIAS(PIPESPIN_VIA_INDEX)
+#undef PIPESPIN_VIA_INDEX
 static_assert(PIPESPIN_READ == 1 << static_cast<int>(Dir::Read) &&
               PIPESPIN_WRITE == 1 << static_cast<int>(Dir::Write));
 static_assert(std::uint64_t{PIPESPIN_HINT_MAX_US} * 1000u == kHintMaxNs);

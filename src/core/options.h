@@ -1,9 +1,10 @@
-// The one table of options. Every way of setting an option (environment,
-// later the config file), the checker, --help and the docs read this table,
-// so they cannot drift apart.
+// The one table of options, generated from options.def. Every way of
+// setting an option (environment, config file, CLI flags), the checker,
+// --help and the docs read this table, so they cannot drift apart; code
+// names an option by its OptionId.
 //
 // Env names are PIPESPIN_<NAME>; config-file keys are the names as written
-// here (lower case).
+// in options.def (lower case).
 #pragma once
 
 #include <array>
@@ -15,11 +16,46 @@
 #include <string_view>
 #include <vector>
 
+#include "report/log_abi.h"
+
 namespace pipespin {
 
-enum class Mode : std::uint32_t { Off = 0, Fixed = 1, Adaptive = 2 };
-enum class Probe : std::uint32_t { Fionread = 0, Poll = 1, Nowait = 2 };
-enum class LogLevel : std::uint32_t { Off = 0, Error = 1, Warn = 2, Info = 3, Debug = 4 };
+// The values of the Choice options, each with its names (index = value):
+// an enum class Type and kTypeNames, from one list of (Id, "name") rows.
+#define PIPESPIN_ENUM_ID(id, name) id,
+#define PIPESPIN_ENUM_NAME(id, name) name,
+#define PIPESPIN_NAMED_ENUM(Type, LIST)                                              \
+    enum class Type : std::uint32_t { LIST(PIPESPIN_ENUM_ID) };                      \
+    inline constexpr std::string_view k##Type##Names[] = {LIST(PIPESPIN_ENUM_NAME)}; \
+    constexpr std::string_view name_of(Type v) noexcept {                            \
+        const auto i = static_cast<std::size_t>(v);                                  \
+        return i < std::size(k##Type##Names) ? k##Type##Names[i] : "?";              \
+    }
+
+#define PIPESPIN_MODES(X) X(Off, "off") X(Fixed, "fixed") X(Adaptive, "adaptive")
+#define PIPESPIN_PROBES(X) X(Fionread, "fionread") X(Poll, "poll") X(Nowait, "nowait")
+#define PIPESPIN_SWITCHES(X) X(Off, "off") X(On, "on")
+PIPESPIN_NAMED_ENUM(Mode, PIPESPIN_MODES)
+PIPESPIN_NAMED_ENUM(Probe, PIPESPIN_PROBES)
+PIPESPIN_NAMED_ENUM(Switch, PIPESPIN_SWITCHES)  // spin_read, spin_write, spin_poll
+#undef PIPESPIN_NAMED_ENUM
+#undef PIPESPIN_ENUM_ID
+#undef PIPESPIN_ENUM_NAME
+// The levels are the message library's (report/log_abi.h); a value is its index.
+enum class LogLevel : std::uint32_t {
+#define PIPESPIN_LOG_LEVEL_ID(id, value, word, label) id = value,
+    PIPESPIN_LOG_LEVELS(PIPESPIN_LOG_LEVEL_ID)
+#undef PIPESPIN_LOG_LEVEL_ID
+};
+inline constexpr std::string_view kLogLevelNames[] = {
+#define PIPESPIN_LOG_LEVEL_WORD(id, value, word, label) word,
+    PIPESPIN_LOG_LEVELS(PIPESPIN_LOG_LEVEL_WORD)
+#undef PIPESPIN_LOG_LEVEL_WORD
+};
+constexpr std::string_view name_of(LogLevel v) noexcept {
+    const auto i = static_cast<std::size_t>(v);
+    return i < std::size(kLogLevelNames) ? kLogLevelNames[i] : "?";
+}
 
 // A text value (a path, "stderr"): a fixed buffer, so that Options stays a
 // plain aggregate the shim can fill without allocating.
@@ -29,33 +65,56 @@ struct TextValue {
     constexpr bool empty() const noexcept { return s[0] == '\0'; }
 };
 
+// Which option (options.def), in table order.
+enum class OptionId : std::uint8_t {
+#define PIPESPIN_CHOICE(id, name, field, Enum, def, help) id,
+#define PIPESPIN_NUMBER(id, name, def, min, max, unit, help) id,
+#define PIPESPIN_TEXT(id, name, def, accepts, help) id,
+#include "core/options.def"
+#undef PIPESPIN_CHOICE
+#undef PIPESPIN_NUMBER
+#undef PIPESPIN_TEXT
+};
+
+inline constexpr std::size_t kOptionCount = 0
+#define PIPESPIN_CHOICE(id, name, field, Enum, def, help) +1
+#define PIPESPIN_NUMBER(id, name, def, min, max, unit, help) +1
+#define PIPESPIN_TEXT(id, name, def, accepts, help) +1
+#include "core/options.def"
+#undef PIPESPIN_CHOICE
+#undef PIPESPIN_NUMBER
+#undef PIPESPIN_TEXT
+    ;
+
+constexpr std::size_t index_of(OptionId id) noexcept {
+    return static_cast<std::size_t>(id);
+}
+
 // Resolved values. Plain integers and fixed texts so that one table can
 // describe them all; the typed accessors are what code uses.
+// The members come from options.def.
+// clang-format off
 struct Options {
-    std::uint32_t mode_v = static_cast<std::uint32_t>(Mode::Adaptive);
-    std::uint32_t spin_us = 50;
-    std::uint32_t probe_v = static_cast<std::uint32_t>(Probe::Nowait);
-    std::uint32_t spin_read = 1;   // off|on: spin before a read (and stdio refill)
-    std::uint32_t spin_write = 1;  // off|on: spin before a write into a full pipe
-    std::uint32_t spin_poll = 1;   // off|on: spin in poll/select/epoll waits
-    std::uint32_t log_v = static_cast<std::uint32_t>(LogLevel::Warn);
-    TextValue log_file = {"stderr"};  // "stderr" or a path (appended)
-    TextValue stats = {};             // "" (none), "stderr", or a path; %p = pid
-    std::uint32_t stats_interval = 0;  // s; 0: only at exit
-    std::uint32_t ab = 100;            // % of processes in the treatment arm
-    std::uint32_t ab_seed = 0;         // with the pid, decides the arm
-    std::uint32_t ab_period = 0;       // s; switchback: alternate arms this often; 0: never
-    std::uint32_t reload_ms = 1000;    // config file re-check period; 0: never
+#define PIPESPIN_CHOICE(id, name, field, Enum, def, help) \
+    std::uint32_t field = static_cast<std::uint32_t>(Enum::def);
+#define PIPESPIN_NUMBER(id, name, def, min, max, unit, help) std::uint32_t name = def;
+#define PIPESPIN_TEXT(id, name, def, accepts, help) TextValue name = {def};
+#include "core/options.def"
+#undef PIPESPIN_CHOICE
+#undef PIPESPIN_NUMBER
+#undef PIPESPIN_TEXT
 
     constexpr Mode mode() const noexcept { return static_cast<Mode>(mode_v); }
     constexpr Probe probe() const noexcept { return static_cast<Probe>(probe_v); }
     constexpr LogLevel log() const noexcept { return static_cast<LogLevel>(log_v); }
 };
+// clang-format on
 
 enum class OptionKind : std::uint8_t { Choice, Number, Text };
 
 struct OptionSpec {
-    std::string_view name;                      // "spin_us"
+    OptionId id;
+    std::string_view name;  // "spin_us"
     OptionKind kind;
     std::uint32_t Options::*field;              // Choice, Number: where the value lives
     TextValue Options::*text;                   // Text: where the value lives
@@ -66,9 +125,13 @@ struct OptionSpec {
     std::string_view help;  // one line: what it does, when to change it
 };
 
+// The whole table, in OptionId order.
 std::span<const OptionSpec> option_table() noexcept;
+// One option's entry.
+const OptionSpec& option_spec(OptionId id) noexcept;
+// For user text only (a config-file key, a variable or flag name): the
+// option with this name, or null.
 const OptionSpec* find_option(std::string_view name) noexcept;
-inline constexpr std::size_t kOptionCount = 14;
 // The index of spec in option_table() (for per-option arrays such as sources).
 std::size_t option_index(const OptionSpec& spec) noexcept;
 

@@ -7,17 +7,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/ascii.h"
 #include "core/options.h"
 
 namespace pipespin {
 
-// std::string_view::substr without its std::out_of_range (a call into the
-// C++ runtime, which the shim does not have): `pos` is clamped to the end.
-constexpr std::string_view sub(std::string_view s, std::size_t pos,
-                               std::size_t n = std::string_view::npos) noexcept {
-    if (pos > s.size()) pos = s.size();
-    return {s.data() + pos, n < s.size() - pos ? n : s.size() - pos};
-}
+using ascii::sub;
 
 struct Out {
     char* buf;
@@ -31,16 +26,9 @@ struct Out {
         }
         if (size) buf[len < size ? len : size - 1] = '\0';
     }
-    void num(std::uint64_t v) noexcept {
-        char tmp[24];
-        std::size_t n = 0;
-        do {
-            tmp[n++] = static_cast<char>('0' + v % 10);
-            v /= 10;
-        } while (v != 0);
-        char rev[24];
-        for (std::size_t i = 0; i < n; ++i) rev[i] = tmp[n - 1 - i];
-        put({rev, n});
+    void num(std::uint64_t v, unsigned base = 10) noexcept {
+        ascii::Digits digits;
+        put(ascii::uint_text(v, digits, base));
     }
     // User input in messages: printable whatever it was (control bytes and
     // non-ASCII as \xNN), and at most `max` characters of it as shown, so

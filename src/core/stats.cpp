@@ -1,9 +1,17 @@
 #include "core/stats.h"
 
+#include "core/ascii.h"
+
 namespace pipespin {
 namespace {
 
 constexpr auto kRelaxed = std::memory_order_relaxed;
+
+// A store only where there is something to clear: after fork() a store into
+// a page the child shares with its parent costs a copy-on-write fault.
+void zero(std::atomic<std::uint64_t>& a) noexcept {
+    if (a.load(kRelaxed) != 0) a.store(0, kRelaxed);
+}
 
 // A bounded JSON writer into a fixed buffer. Its own number formatting (no
 // snprintf): the line may be rendered in a signal handler or a vfork child.
@@ -25,15 +33,8 @@ struct Json {
     }
     void ch(char c) noexcept { raw(std::string_view(&c, 1)); }
     void num(std::uint64_t v) noexcept {
-        char tmp[24];
-        int n = 0;
-        do {
-            tmp[n++] = static_cast<char>('0' + v % 10);
-            v /= 10;
-        } while (v != 0);
-        char out[24];
-        for (int i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
-        raw(std::string_view(out, static_cast<std::size_t>(n)));
+        ascii::Digits digits;
+        raw(ascii::uint_text(v, digits));
     }
     void snum(std::int64_t v) noexcept {
         if (v < 0) {
@@ -74,23 +75,18 @@ std::size_t cstr_len(const char* s, std::size_t max) noexcept {
     return n;
 }
 
+// Every counter of counters.def, in its order: "calls":N,"waits":N,...
 void counters(Json& j, const Counters& c) noexcept {
-    j.key("calls");
-    j.num(c.calls);
-    j.raw(",\"waits\":");
-    j.num(c.waits);
-    j.raw(",\"spins\":");
-    j.num(c.spins);
-    j.raw(",\"spin_hits\":");
-    j.num(c.spin_hits);
-    j.raw(",\"spin_misses\":");
-    j.num(c.spin_misses());
-    j.raw(",\"spin_ns\":");
-    j.num(c.spin_ns);
-    j.raw(",\"sleep_ns\":");
-    j.num(c.sleep_ns);
-    j.raw(",\"bytes\":");
-    j.num(c.bytes);
+    bool first = true;
+    auto one = [&](std::string_view name, std::uint64_t v) noexcept {
+        if (!first) j.ch(',');
+        first = false;
+        j.key(name);
+        j.num(v);
+    };
+#define PIPESPIN_COUNTER(name, help) one(#name, c.name);
+#define PIPESPIN_DERIVED_COUNTER(name, expr, help) one(#name, c.name());
+#include "core/counters.def"
 }
 
 // Per end: the summed ns, then (with buckets) the histogram without its
@@ -221,25 +217,15 @@ std::uint64_t splitmix64(std::uint64_t x) noexcept {
 }  // namespace
 
 Counters& Counters::operator+=(const Counters& o) noexcept {
-    calls += o.calls;
-    bytes += o.bytes;
-    waits += o.waits;
-    spins += o.spins;
-    spin_hits += o.spin_hits;
-    spin_ns += o.spin_ns;
-    sleep_ns += o.sleep_ns;
+#define PIPESPIN_COUNTER(name, help) name += o.name;
+#include "core/counters.def"
     return *this;
 }
 
 Counters IoCounters::load() const noexcept {
     Counters c;
-    c.calls = calls.load(kRelaxed);
-    c.bytes = bytes.load(kRelaxed);
-    c.waits = waits.load(kRelaxed);
-    c.spins = spins.load(kRelaxed);
-    c.spin_hits = spin_hits.load(kRelaxed);
-    c.spin_ns = spin_ns.load(kRelaxed);
-    c.sleep_ns = sleep_ns.load(kRelaxed);
+#define PIPESPIN_COUNTER(name, help) c.name = name.load(kRelaxed);
+#include "core/counters.def"
     // Read without a lock while other threads count: a hit may be seen
     // before its spin. Keep the snapshot consistent with itself.
     if (c.spin_hits > c.spins) c.spins = c.spin_hits;
@@ -252,13 +238,8 @@ Counters IoCounters::take() noexcept {
         return a.load(kRelaxed) != 0 ? a.exchange(0, kRelaxed) : 0;
     };
     Counters c;
-    c.calls = move(calls);
-    c.bytes = move(bytes);
-    c.waits = move(waits);
-    c.spins = move(spins);
-    c.spin_hits = move(spin_hits);
-    c.spin_ns = move(spin_ns);
-    c.sleep_ns = move(sleep_ns);
+#define PIPESPIN_COUNTER(name, help) c.name = move(name);
+#include "core/counters.def"
     return c;
 }
 
@@ -266,21 +247,16 @@ void IoCounters::add(const Counters& c) noexcept {
     auto add1 = [](std::atomic<std::uint64_t>& a, std::uint64_t v) noexcept {
         if (v != 0) a.fetch_add(v, kRelaxed);
     };
-    add1(calls, c.calls);
-    add1(bytes, c.bytes);
-    add1(waits, c.waits);
-    add1(spins, c.spins);
-    add1(spin_hits, c.spin_hits);
-    add1(spin_ns, c.spin_ns);
-    add1(sleep_ns, c.sleep_ns);
+#define PIPESPIN_COUNTER(name, help) add1(name, c.name);
+#include "core/counters.def"
 }
 
 void IoCounters::clear() noexcept {
     // Stores only where there is something to clear: after fork() a store
     // into a page the child shares with its parent costs a copy-on-write
     // fault (10-20 µs in a VM), and most slots were never counted in.
-    for (auto* a : {&calls, &bytes, &waits, &spins, &spin_hits, &spin_ns, &sleep_ns})
-        if (a->load(kRelaxed) != 0) a->store(0, kRelaxed);
+#define PIPESPIN_COUNTER(name, help) zero(name);
+#include "core/counters.def"
 }
 
 Counters StatsSnapshot::total(StatDir d) const noexcept {
@@ -329,9 +305,6 @@ void ProcessCounters::add_to(StatsSnapshot& s) const noexcept {
 void ProcessCounters::clear() noexcept {
     for (auto& kind : c)
         for (auto& dir : kind) dir.clear();
-    auto zero = [](std::atomic<std::uint64_t>& a) noexcept {
-        if (a.load(kRelaxed) != 0) a.store(0, kRelaxed);
-    };
     for (auto& v : via) {  // only where there is something to clear (IoCounters::clear)
         zero(v.spins);
         zero(v.spin_hits);
@@ -361,10 +334,8 @@ std::string_view dir_name(StatDir d) noexcept {
 }
 
 std::string_view via_name(Via v) noexcept {
-    static constexpr std::string_view kNames[kViaCount] = {"io",     "poll",  "stdio", "vector",
-                                                           "select", "epoll", "splice"};
     const auto i = static_cast<std::size_t>(v);
-    return i < kViaCount ? kNames[i] : "?";
+    return i < kViaCount ? kViaNames[i] : "?";
 }
 
 std::string_view wait_end_name(WaitEnd e) noexcept {

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 #include "core/options.h"
@@ -26,33 +27,32 @@ enum class StatDir : std::uint8_t { Read = 0, Write = 1, Poll = 2 };
 inline constexpr int kStatKinds = 2;
 inline constexpr int kStatDirs = 3;
 
-// A plain snapshot of one set of counters.
+// A plain snapshot of one set of counters (counters.def).
 struct Counters {
-    std::uint64_t calls = 0;      // calls on a tracked pipe the shim examined
-    std::uint64_t bytes = 0;      // bytes they moved (read, write)
-    std::uint64_t waits = 0;      // calls that found the pipe not ready (and blocking)
-    std::uint64_t spins = 0;      // waits that spun
-    std::uint64_t spin_hits = 0;  // spins that ended with the pipe ready: a sleep avoided
-    std::uint64_t spin_ns = 0;    // time spent spinning
-    std::uint64_t sleep_ns = 0;   // time in the real call after a spin that missed
+#define PIPESPIN_CALL_COUNTER(name, help) std::uint64_t name = 0;
+#include "core/counters.def"
+#define PIPESPIN_WAIT_COUNTER(name, help) std::uint64_t name = 0;
+#define PIPESPIN_DERIVED_COUNTER(name, expr, help) \
+    std::uint64_t name() const noexcept {          \
+        return expr;                               \
+    }
+#include "core/counters.def"
 
-    std::uint64_t spin_misses() const noexcept { return spins - spin_hits; }
     bool any() const noexcept {
-        return (calls | bytes | waits | spins | spin_hits | spin_ns | sleep_ns) != 0;
+        return (0
+#define PIPESPIN_COUNTER(name, help) | name
+#include "core/counters.def"
+                ) != 0;
     }
     Counters& operator+=(const Counters& o) noexcept;
 };
 
-// The same counters as relaxed atomics. `waits`, `spins`, `spin_hits` and
-// `spin_ns` keep their historical names (DirState derives from this).
+// The same counters as relaxed atomics (DirState derives from this).
 struct IoCounters {
-    std::atomic<std::uint64_t> calls{0};
-    std::atomic<std::uint64_t> bytes{0};
-    std::atomic<std::uint64_t> waits{0};
-    std::atomic<std::uint64_t> spins{0};
-    std::atomic<std::uint64_t> spin_hits{0};
-    std::atomic<std::uint64_t> spin_ns{0};
-    std::atomic<std::uint64_t> sleep_ns{0};
+#define PIPESPIN_CALL_COUNTER(name, help) std::atomic<std::uint64_t> name{0};
+#include "core/counters.def"
+#define PIPESPIN_WAIT_COUNTER(name, help) std::atomic<std::uint64_t> name{0};
+#include "core/counters.def"
 
     Counters load() const noexcept;
     // Moves the counters out (each one exchanged with zero): for the fold.
@@ -73,8 +73,27 @@ inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
 // poll, the stdio reads, readv/writev, select/pselect/ppoll, epoll,
 // splice/tee. Counted per process for the waits that spun, so that one can
 // tell which hooks engaged in a program.
-enum class Via : std::uint8_t { Io, Poll, Stdio, Vector, Select, Epoll, Splice };
-inline constexpr int kViaCount = 7;
+// One row each: identifier, the name in a statistics line's "via" object
+// and the exit summary, the index in the public header (pipespin.h).
+#define PIPESPIN_VIAS(X)                     \
+    X(Io, "io", PIPESPIN_VIA_IO)             \
+    X(Poll, "poll", PIPESPIN_VIA_POLL)       \
+    X(Stdio, "stdio", PIPESPIN_VIA_STDIO)    \
+    X(Vector, "vector", PIPESPIN_VIA_VECTOR) \
+    X(Select, "select", PIPESPIN_VIA_SELECT) \
+    X(Epoll, "epoll", PIPESPIN_VIA_EPOLL)    \
+    X(Splice, "splice", PIPESPIN_VIA_SPLICE)
+enum class Via : std::uint8_t {
+#define PIPESPIN_VIA_ID(id, name, index) id,
+    PIPESPIN_VIAS(PIPESPIN_VIA_ID)
+#undef PIPESPIN_VIA_ID
+};
+inline constexpr std::string_view kViaNames[] = {
+#define PIPESPIN_VIA_NAME(id, name, index) name,
+    PIPESPIN_VIAS(PIPESPIN_VIA_NAME)
+#undef PIPESPIN_VIA_NAME
+};
+inline constexpr int kViaCount = static_cast<int>(std::size(kViaNames));
 std::string_view via_name(Via v) noexcept;  // "io", "poll", "stdio", ...
 
 struct ViaCount {

@@ -25,8 +25,6 @@
 namespace pipespin::interpose {
 namespace {
 
-constexpr const char* kModeNames[] = {"off", "fixed", "adaptive"};
-
 // The per-process summary at info level: one line per direction, and one
 // with the spins per hook family.
 void exit_report() noexcept {
@@ -49,7 +47,7 @@ void exit_report() noexcept {
     // What the process ended with (a live reload may have changed it).
     const Runtime& rt = runtime();
     std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
-                  ::getpid(), kModeNames[static_cast<int>(rt.mode.load())],
+                  ::getpid(), name_of(rt.mode.load()).data(),
                   static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
     report::write(LogLevel::Info, line);
     // Which hooks the spins came through: spins/hits per family.
@@ -85,8 +83,7 @@ __attribute__((constructor)) void pipespin_init() {
         report::write(LogLevel::Info, "one usable CPU: nobody to spin for, spinning disabled");
     if (report::enabled(LogLevel::Debug)) {
         std::snprintf(line, sizeof line, "pid %d mode=%s spin_us=%u cpus=%d arm=%s", ::getpid(),
-                      kModeNames[static_cast<int>(options.mode())], options.spin_us, cpus,
-                      arm_name(arm).data());
+                      name_of(options.mode()).data(), options.spin_us, cpus, arm_name(arm).data());
         report::write(LogLevel::Debug, line);
         report_resolved(options, sources, true);
     }

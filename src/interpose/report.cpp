@@ -13,12 +13,9 @@
 namespace pipespin::report {
 namespace {
 
-// The message library's contract (report/log_abi.h): its levels are ours.
+// The message library's contract (report/log_abi.h): its levels are ours
+// (LogLevel is made from its PIPESPIN_LOG_LEVELS).
 using log_abi::LogFn;
-static_assert(static_cast<int>(LogLevel::Error) == log_abi::kError &&
-              static_cast<int>(LogLevel::Warn) == log_abi::kWarn &&
-              static_cast<int>(LogLevel::Info) == log_abi::kInfo &&
-              static_cast<int>(LogLevel::Debug) == log_abi::kDebug);
 
 std::atomic<std::uint32_t> g_level{static_cast<std::uint32_t>(LogLevel::Warn)};
 std::atomic<int> g_warnings{0};
@@ -52,7 +49,6 @@ LogFn sink() noexcept {
 }
 
 void fallback(int fd, LogLevel level, const char* message) noexcept {
-    static constexpr const char* kNames[] = {"off", "error", "warning", "info", "debug"};
     char line[1024];
     std::size_t n = 0;
     auto put = [&](const char* s) {
@@ -60,7 +56,7 @@ void fallback(int fd, LogLevel level, const char* message) noexcept {
     };
     put("pipespin: ");
     const int idx = static_cast<int>(level);
-    put(kNames[idx >= 0 && idx < 5 ? idx : 0]);
+    put(log_abi::kLabels[idx >= 0 && idx < log_abi::kLevels ? idx : log_abi::kOff]);
     put(": ");
     put(message);
     line[n++] = '\n';

@@ -109,11 +109,6 @@ unsigned resolve(Options& options, OptionSources& sources) noexcept {
     return problems;
 }
 
-void put_mode(Out& o, Mode m) noexcept {
-    const OptionSpec& spec = option_table()[0];
-    o.value(spec, static_cast<std::uint32_t>(m));
-}
-
 // Called by the engine at most every reload_ms, see engine.h.
 void reload() noexcept {
     if (!try_lock_settings()) return;
@@ -136,7 +131,7 @@ void reload() noexcept {
                 o.printable(g_path, 200);
                 if (!now.exists) o.put(" (gone)");
                 o.put(": mode=");
-                put_mode(o, options.mode());
+                o.value(option_spec(OptionId::Mode), options.mode_v);
                 o.put(" spin_us=");
                 o.num(options.spin_us);
                 report::write(LogLevel::Info, line, false);
@@ -182,8 +177,7 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
 
 Arm apply_options(Options& options, const OptionSources& sources) noexcept {
     // `ab` counts as configured when any source set it.
-    const bool ab_configured =
-        sources.kind[option_index(*find_option("ab"))] != SourceKind::Default;
+    const bool ab_configured = sources.kind[index_of(OptionId::Ab)] != SourceKind::Default;
     const Arm arm = stats_resolve(options, ab_configured);
     report::set_level(options.log());
     report::set_log_file(options.log_file.view());
@@ -226,8 +220,8 @@ void report_resolved(const Options& options, const OptionSources& sources, bool 
         }
     }
     o.put(":");
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        const OptionSpec& spec = option_table()[i];
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
         o.put(" ");
         o.put(spec.name);
         o.put("=");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -20,11 +21,12 @@ namespace {
 
 namespace abi = pipespin::log_abi;
 
-// Formats "pipespin: <level>: <text>" lines. The shim owns the destination
-// (stderr or the log file, see log_file) and hands over a fd per message.
+// Formats "pipespin: <level>: <text>" lines, the level's label from
+// log_abi.h in the text. The shim owns the destination (stderr or the log
+// file, see log_file) and hands over a fd per message.
 struct Formatter {
     std::mutex mutex;
-    spdlog::pattern_formatter pattern{"pipespin: %l: %v"};
+    spdlog::pattern_formatter pattern{"pipespin: %v"};
 };
 
 Formatter& formatter() {
@@ -66,7 +68,11 @@ spdlog::level::level_enum to_spdlog(int level) {
 extern "C" __attribute__((visibility("default"))) int PIPESPIN_LOG_ENTRY(
     int fd, int level, const char* message) noexcept {
     try {
-        spdlog::details::log_msg msg("pipespin", to_spdlog(level), message);
+        spdlog::memory_buf_t text;
+        const char* label = abi::kLabels[level > 0 && level < abi::kLevels ? level : abi::kOff];
+        fmt::format_to(std::back_inserter(text), "{}: {}", label, message);
+        spdlog::details::log_msg msg("pipespin", to_spdlog(level),
+                                     spdlog::string_view_t(text.data(), text.size()));
         spdlog::memory_buf_t line;
         {
             Formatter& f = formatter();

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/ascii.h"
 #include "core/options.h"
 #include "option_spec.h"
 
@@ -75,8 +76,22 @@ TEST_CASE("text options take a trimmed printable value and refuse the rest", "[o
 
 TEST_CASE("every option's index matches its place in the table", "[options]") {
     std::size_t i = 0;
-    for (const OptionSpec& s : option_table()) CHECK(option_index(s) == i++);
+    for (const OptionSpec& s : option_table()) {
+        CHECK(option_index(s) == i++);
+        CHECK(&option_spec(s.id) == &s);
+        CHECK(find_option(s.name) == &s);
+    }
     CHECK(i == kOptionCount);
+    CHECK(option_spec(OptionId::Mode).name == "mode");
+    CHECK(option_spec(OptionId::ReloadMs).name == "reload_ms");
+}
+
+TEST_CASE("choice names come from their enums' lists", "[options]") {
+    CHECK(option_spec(OptionId::Mode).choices.data() == kModeNames);
+    CHECK(option_spec(OptionId::Log).choices.data() == kLogLevelNames);
+    CHECK(name_of(Mode::Adaptive) == "adaptive");
+    CHECK(name_of(LogLevel::Warn) == "warn");
+    CHECK(format_default(option_spec(OptionId::SpinRead)) == name_of(Switch::On));
 }
 
 TEST_CASE("messages never echo control bytes or unbounded input", "[options]") {
@@ -86,4 +101,17 @@ TEST_CASE("messages never echo control bytes or unbounded input", "[options]") {
     CHECK(pv.problem.find('\x1b') == std::string::npos);
     CHECK(pv.problem.find("\\x1b") != std::string::npos);
     CHECK(pv.problem.size() < 200);
+}
+
+TEST_CASE("ascii helpers: trim, case, integers", "[options]") {
+    CHECK(ascii::trim(" \t x y\n") == "x y");
+    CHECK(ascii::trim("\nx\n", ascii::is_blank) == "\nx\n");
+    CHECK(ascii::iequals("FiXeD", "fixed"));
+    CHECK_FALSE(ascii::iequals("fixed", "fixe"));
+    ascii::Digits d;
+    CHECK(ascii::uint_text(0, d) == "0");
+    CHECK(ascii::uint_text(18446744073709551615ull, d) == "18446744073709551615");
+    CHECK(ascii::uint_text(0644, d, 8) == "644");
+    CHECK(ascii::uint_text(01777777777777777777777ull, d, 8) == "1777777777777777777777");
+    CHECK(ascii::sub("abc", 5).empty());
 }

@@ -141,8 +141,15 @@ TEST_CASE("stats: the line carries the header, the config and every counter", "[
     o.mode_v = static_cast<std::uint32_t>(Mode::Fixed);
     REQUIRE(apply_option(*find_option("stats"), "/tmp/x \"quoted\" \\ %p", o) == ParseStatus::Ok);
     StatsSnapshot s;
-    s.at(StatKind::Pipe, StatDir::Read) = {100, 400, 30, 30, 25, 1000, 2000};
-    s.at(StatKind::Fifo, StatDir::Poll) = {5, 0, 2, 2, 1, 10, 20};
+    s.at(StatKind::Pipe, StatDir::Read) = {.calls = 100,
+                                           .bytes = 400,
+                                           .waits = 30,
+                                           .spins = 30,
+                                           .spin_hits = 25,
+                                           .spin_ns = 1000,
+                                           .sleep_ns = 2000};
+    s.at(StatKind::Fifo, StatDir::Poll) = {
+        .calls = 5, .waits = 2, .spins = 2, .spin_hits = 1, .spin_ns = 10, .sleep_ns = 20};
     s.via[static_cast<int>(Via::Stdio)] = {7, 6};
     StatsHeader h;
     h.pid = 1234;

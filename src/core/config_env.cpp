@@ -1,0 +1,91 @@
+// The PIPESPIN_* variables: captured once at start-up, applied over the
+// file at every resolution (config.h, "the environment").
+#include "core/ascii.h"
+#include "core/config.h"
+#include "core/out.h"
+
+namespace pipespin {
+namespace {
+
+// "PIPESPIN_MODE: a value of 309 bytes starting 'fixed' is too long (at
+// most 255); using adaptive".
+void warn_too_long(const char* name, const OptionSpec& spec, std::string_view start,
+                   std::size_t length, const Options& options, ConfigWarn warn,
+                   void* ctx) noexcept {
+    char msg[512];
+    Out o{msg, sizeof msg};
+    o.put(name);
+    o.put(": a value of ");
+    o.num(length);
+    o.put(" bytes starting '");
+    o.printable(ascii::trim(sub(start, 0, 32), ascii::is_blank));
+    o.put("' is too long (at most ");
+    o.num(EnvOverlay::kSlot - 1);
+    o.put("); using ");
+    char used[sizeof(TextValue::s)];
+    format_option_into(spec, options, used, sizeof used);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    o.printable(used, 100);
+    if (spec.kind == OptionKind::Text) o.put("'");
+    warn(ctx, msg);
+}
+
+}  // namespace
+
+unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
+    char name[64];
+    unsigned captured = 0;
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
+        if (!env_name_into(spec, name, sizeof name)) continue;
+        const char* text = getenv_fn(name, ctx);
+        if (text == nullptr) continue;
+        std::size_t n = 0;
+        while (text[n] != '\0' && n + 1 < EnvOverlay::kSlot) {
+            env.text[i][n] = text[n];
+            ++n;
+        }
+        env.text[i][n] = '\0';
+        while (text[n] != '\0') ++n;
+        env.length[i] = n;
+        env.set[i] = true;
+        ++captured;
+    }
+    return captured;
+}
+
+unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sources, ConfigWarn warn,
+                   void* ctx) noexcept {
+    unsigned problems = 0;
+    char name[64];
+    char why[256];
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = index_of(spec.id);
+        if (!env.set[i]) continue;
+        if (env.too_long(i)) {
+            ++problems;
+            if (warn != nullptr && env_name_into(spec, name, sizeof name))
+                warn_too_long(name, spec, env.text[i], env.length[i], options, warn, ctx);
+            continue;
+        }
+        const ParseStatus status =
+            apply_option(spec, env.text[i], options, warn ? why : nullptr, sizeof why);
+        if (status == ParseStatus::Ok || status == ParseStatus::AboveMax ||
+            status == ParseStatus::BelowMin) {
+            sources.kind[i] = SourceKind::Env;
+            sources.line[i] = 0;
+        }
+        if (status == ParseStatus::Ok) continue;
+        ++problems;
+        if (warn == nullptr || !env_name_into(spec, name, sizeof name)) continue;
+        char msg[512];
+        Out o{msg, sizeof msg};
+        o.put(name);
+        o.put(": ");
+        o.put(why);
+        warn(ctx, msg);
+    }
+    return problems;
+}
+
+}  // namespace pipespin
