@@ -96,7 +96,7 @@ FdTable::Block* FdTable::block_or_map(int fd) noexcept {
 }
 
 FdState* FdTable::live(Block& b, int fd) noexcept {
-    FdState& s = b.state[index_in_block(fd)];
+    FdState& s = b.state(index_in_block(fd));
     const std::uint32_t g = process_gen_.load(kRelaxed);
     if (s.gen.load(kRelaxed) != g) [[unlikely]] {
         // Counted by a parent before fork(): not this process's.
@@ -113,7 +113,7 @@ FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
         b = block_or_map(fd);
         if (b == nullptr) return {};
     }
-    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    std::atomic<std::uint64_t>& cls = b->cls(index_in_block(fd));
     std::uint64_t w = cls.load(std::memory_order_acquire);
     if (!(static_cast<std::uint32_t>(w) & fdbits::kKnown)) [[unlikely]] {
         if (classify == nullptr) return {};
@@ -132,22 +132,22 @@ FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
 
 FdState* FdTable::state(int fd) const noexcept {
     Block* b = block(fd);
-    return b == nullptr ? nullptr : &b->state[index_in_block(fd)];
+    return b == nullptr ? nullptr : &b->state(index_in_block(fd));
 }
 
 std::uint64_t FdTable::peek(int fd) const noexcept {
     Block* b = block(fd);
-    return b == nullptr ? 0 : b->cls[index_in_block(fd)].load(std::memory_order_acquire);
+    return b == nullptr ? 0 : b->cls(index_in_block(fd)).load(std::memory_order_acquire);
 }
 
 void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept {
     Block* b = bits != 0 ? block_or_map(fd) : block(fd);
     if (b == nullptr) return;
-    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    std::atomic<std::uint64_t>& cls = b->cls(index_in_block(fd));
     std::uint64_t w = cls.load(kRelaxed);
     // Only what this process counted, and only state it wrote: a child
     // closing the fds it inherited touches no page of their state.
-    FdState& s = b->state[index_in_block(fd)];
+    FdState& s = b->state(index_in_block(fd));
     if (static_cast<std::uint32_t>(w) & fdbits::kHasAux) s.aux.store(0, kRelaxed);
     if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
         // What the fd counted so far belongs to the process, not to whatever
@@ -169,7 +169,7 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
 void FdTable::become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept {
     // Learning starts fresh for a new pipe on this number (or from what its
     // source learnt, for a dup); a forgotten fd's state was left as it was.
-    FdState& s = b.state[index_in_block(fd)];
+    FdState& s = b.state(index_in_block(fd));
     for (int d = 0; d < 2; ++d) {
         if (learnt_from != nullptr)
             s.dir[d].policy.copy_from(learnt_from->dir[d].policy);
@@ -177,9 +177,12 @@ void FdTable::become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept
             s.dir[d].policy.reset();
     }
     const int i = index_in_block(fd);
-    std::atomic<std::uint64_t>& word = b.pipe_seen[i / 64];
-    const std::uint64_t bit = 1ull << (i % 64);
+    const int p = FdBlock::page_of(i);
+    std::atomic<std::uint64_t>& word = b.page[p].pipe_seen;
+    const std::uint64_t bit = 1ull << FdBlock::slot_of(i);
     if (!(word.load(kRelaxed) & bit)) word.fetch_or(bit, std::memory_order_release);
+    std::atomic<std::uint64_t>& pages = b.page[0].pages_seen;
+    if (!(pages.load(kRelaxed) & (1ull << p))) pages.fetch_or(1ull << p, std::memory_order_release);
 }
 
 void FdTable::set_pipe(int rfd, int wfd) noexcept {
@@ -197,7 +200,7 @@ void FdTable::set_dup(int oldfd, int newfd) noexcept {
         return;
     }
     Block* from = is_pipe(w) ? block(oldfd) : nullptr;
-    store_fresh(newfd, bits, from != nullptr ? &from->state[index_in_block(oldfd)] : nullptr);
+    store_fresh(newfd, bits, from != nullptr ? &from->state(index_in_block(oldfd)) : nullptr);
 }
 
 void FdTable::forget(int fd) noexcept {
@@ -214,7 +217,7 @@ void FdTable::forget_range(unsigned lo, unsigned hi) noexcept {
         const unsigned end = block_end < hi ? block_end : hi;
         if (b != nullptr) {
             for (unsigned f = fd; f <= end; ++f)
-                if (b->cls[index_in_block(static_cast<int>(f))].load(kRelaxed) != 0)
+                if (b->cls(index_in_block(static_cast<int>(f))).load(kRelaxed) != 0)
                     forget(static_cast<int>(f));
         }
         if (end == static_cast<unsigned>(INT32_MAX)) break;
@@ -234,10 +237,14 @@ bool FdTable::pipe_seen_below(int nfds) const noexcept {
         const Block* b = block(base);
         if (b == nullptr) continue;
         const int n = nfds - base < kBlockFds ? nfds - base : kBlockFds;
-        for (int w = 0; w * 64 < n; ++w) {
-            std::uint64_t bits = b->pipe_seen[w].load(std::memory_order_acquire);
-            const int left = n - w * 64;
-            if (left < 64) bits &= (1ull << left) - 1;
+        // Only the pages that have had a pipe are read.
+        for (std::uint64_t pages = b->page[0].pages_seen.load(std::memory_order_acquire);
+             pages != 0; pages &= pages - 1) {
+            const int p = __builtin_ctzll(pages);
+            const int first = p * FdPage::kFds;
+            if (first >= n) break;
+            std::uint64_t bits = b->page[p].pipe_seen.load(std::memory_order_acquire);
+            if (n - first < FdPage::kFds) bits &= (1ull << (n - first)) - 1;
             if (bits != 0) return true;
         }
     }
@@ -247,12 +254,12 @@ bool FdTable::pipe_seen_below(int nfds) const noexcept {
 std::atomic<std::uint64_t>* FdTable::aux(int fd, bool create) noexcept {
     Block* b = create ? block_or_map(fd) : block(fd);
     if (b == nullptr) return nullptr;
-    std::atomic<std::uint64_t>& cls = b->cls[index_in_block(fd)];
+    std::atomic<std::uint64_t>& cls = b->cls(index_in_block(fd));
     if (!(cls.load(std::memory_order_acquire) & fdbits::kHasAux)) {
         if (!create) return nullptr;
         cls.fetch_or(fdbits::kHasAux, std::memory_order_acq_rel);
     }
-    return &b->state[index_in_block(fd)].aux;
+    return &b->state(index_in_block(fd)).aux;
 }
 
 ProcessCounters& FdTable::process() noexcept {

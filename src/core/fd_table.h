@@ -7,10 +7,13 @@
 // Sized by use. The shim rides in every process of a wrapped tree, most of
 // which never touch a pipe, so nothing is written at start-up: the fds are
 // split into blocks of 512, each used only once a call needs to remember
-// something about one of its fds. A block holds 512 class words (one 4 KiB
-// page) and room for 512 FdStates behind them, whose pages the kernel backs
-// only when a pipe's state is first written: a process with a few pipes at
-// low fds uses two pages. The first block (fds 0-511, where nearly every
+// something about one of its fds. A block is 35 pages of 15 fds each: a
+// page holds the class words of its 15 fds, which of them have been pipes,
+// and their FdStates, so that a call on a pipe, its pipe() and its close
+// write one page (a process that forks pays a copy-on-write fault per page
+// it writes after each fork), and the kernel backs a page only when it is
+// first written: a process with a few pipes at low fds uses one or two
+// pages. The first block (fds 0-511, where nearly every
 // process's pipes are) is part of the table, in .bss, so it costs no
 // system call either; the others are anonymous mmaps. Blocks are never
 // unmapped (a racing call may still read one), and there is no ceiling on
@@ -100,15 +103,35 @@ struct FdInfo {
 // could not be examined (then nothing is cached).
 using Classifier = std::uint32_t (*)(int fd) noexcept;
 
-// 512 fds: their class words (one page), which of them have been pipes, and
-// their pipe state (backed page by page as it is written).
-struct alignas(64) FdBlock {
+// One page of a block: 15 fds' states, class words, and which of them have
+// ever been a pipe's (bit i for the page's fd i: the only states with
+// counters).
+struct alignas(4096) FdPage {
+    static constexpr int kFds = 15;
+    FdState state[kFds];
+    std::atomic<std::uint64_t> cls[kFds];
+    std::atomic<std::uint64_t> pipe_seen;
+    // In a block's first page only: which of its pages have a pipe_seen bit
+    // (bit p for page p), so that a scan reads only those pages.
+    std::atomic<std::uint64_t> pages_seen;
+};
+static_assert(sizeof(FdPage) == 4096);
+
+// 512 fds, in pages of 15 (backed page by page as they are written).
+struct FdBlock {
     static constexpr int kShift = 9;
     static constexpr int kFds = 1 << kShift;
-    std::atomic<std::uint64_t> cls[kFds];
-    // Which states have ever been a pipe's: the only ones with counters.
-    std::atomic<std::uint64_t> pipe_seen[kFds / 64];
-    FdState state[kFds];
+    static constexpr int kPages = (kFds + FdPage::kFds - 1) / FdPage::kFds;
+    FdPage page[kPages];
+
+    // i: the fd's index in the block (0-511).
+    static constexpr int page_of(int i) noexcept { return i / FdPage::kFds; }
+    static constexpr int slot_of(int i) noexcept { return i % FdPage::kFds; }
+    std::atomic<std::uint64_t>& cls(int i) noexcept { return page[page_of(i)].cls[slot_of(i)]; }
+    const std::atomic<std::uint64_t>& cls(int i) const noexcept {
+        return page[page_of(i)].cls[slot_of(i)];
+    }
+    FdState& state(int i) noexcept { return page[page_of(i)].state[slot_of(i)]; }
 };
 
 class FdTable {
@@ -257,12 +280,15 @@ void FdTable::for_each_block(Fn&& fn) const noexcept {
 template <class Fn>
 void FdTable::for_each_state(Fn&& fn) noexcept {
     for_each_block([&](Block* b, long base) {
-        for (int word = 0; word < kBlockFds / 64; ++word) {
-            for (std::uint64_t bits = b->pipe_seen[word].load(std::memory_order_acquire); bits != 0;
+        for (std::uint64_t pages = b->page[0].pages_seen.load(std::memory_order_acquire);
+             pages != 0; pages &= pages - 1) {
+            const int p = __builtin_ctzll(pages);
+            FdPage& page = b->page[p];
+            for (std::uint64_t bits = page.pipe_seen.load(std::memory_order_acquire); bits != 0;
                  bits &= bits - 1) {
-                const int i = word * 64 + __builtin_ctzll(bits);
-                fn(static_cast<int>(base + i), b->cls[i].load(std::memory_order_relaxed),
-                   b->state[i]);
+                const int slot = __builtin_ctzll(bits);
+                fn(static_cast<int>(base + p * FdPage::kFds + slot),
+                   page.cls[slot].load(std::memory_order_relaxed), page.state[slot]);
             }
         }
     });

@@ -200,3 +200,36 @@ TEST_CASE_METHOD(Fixture, "a new pipe on a reused number starts with fresh learn
     t.set_pipe(3, 4);
     CHECK(s->dir[0].policy.get_phase() == Phase::Fresh);
 }
+
+TEST_CASE_METHOD(Fixture, "a pipe's class word and its state share one page", "[fd_table]") {
+    // pipe(), the calls on the pipe and its close then write one page: in a
+    // process that forks, one copy-on-write fault instead of two.
+    const auto page = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 12; };
+    for (int fd : {0, 3, 14, 15, 29, 30, 509, 511, 600, 70000}) {
+        t.set_pipe(fd, fd + 1000);
+        const FdInfo info = t.lookup(fd, nullptr);
+        REQUIRE(info.pipe());
+        CHECK(page(info.cls) == page(info.state));
+    }
+}
+
+TEST_CASE_METHOD(Fixture, "which fds below a bound have been pipes, across pages and blocks",
+                 "[fd_table]") {
+    CHECK_FALSE(t.pipe_seen_below(1 << 20));
+    t.set_pipe(40, 41);
+    CHECK_FALSE(t.pipe_seen_below(40));
+    CHECK(t.pipe_seen_below(41));
+    CHECK(t.pipe_seen_below(1000));
+    t.forget(40);
+    t.forget(41);
+    CHECK(t.pipe_seen_below(41));  // seen stays: a racing call may still count on it
+    Fixture other;
+    other.t.set_pipe(700, 14);
+    CHECK_FALSE(other.t.pipe_seen_below(14));
+    CHECK(other.t.pipe_seen_below(15));
+    other.t.forget(14);
+    Fixture third;
+    third.t.set_pipe(700, 701);
+    CHECK_FALSE(third.t.pipe_seen_below(700));
+    CHECK(third.t.pipe_seen_below(701));
+}
