@@ -30,9 +30,14 @@ int index_in_block(int fd) noexcept {
 
 }  // namespace
 
+FdTable::Block* FdTable::first_block() const noexcept {
+    const auto at = reinterpret_cast<std::uintptr_t>(first_storage_);
+    return reinterpret_cast<Block*>((at + 4095) & ~std::uintptr_t{4095});
+}
+
 void FdTable::release() noexcept {
     for_each_block([this](Block* b, long) {
-        if (b != &first_) sys::unmap(b, sizeof(Block));
+        if (b != first_block()) sys::unmap(b, sizeof(Block));
     });
     for (auto& n : near_) n.store(nullptr, kRelaxed);
     for (auto& d : far_)
@@ -63,8 +68,6 @@ std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
 
 FdTable::Block* FdTable::block(int fd) const noexcept {
     if (fd < 0) return nullptr;
-    if (fd < kBlockFds)
-        return first_used_.load(std::memory_order_acquire) ? const_cast<Block*>(&first_) : nullptr;
     if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
     std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
     return dir == nullptr
@@ -74,10 +77,12 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
     if (fd >= 0 && fd < kBlockFds) {
-        if (!first_used_.load(std::memory_order_relaxed) &&
-            !first_used_.exchange(true, std::memory_order_acq_rel))
+        Block* b = near_[0].load(std::memory_order_acquire);
+        if (b != nullptr) return b;
+        Block* const first = first_block();
+        if (near_[0].compare_exchange_strong(b, first, std::memory_order_acq_rel))
             blocks_.fetch_add(1, kRelaxed);
-        return &first_;
+        return first;
     }
     std::atomic<Block*>* ref = block_ref(fd, true);
     if (ref == nullptr) return nullptr;

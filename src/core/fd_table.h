@@ -106,7 +106,7 @@ using Classifier = std::uint32_t (*)(int fd) noexcept;
 // One page of a block: 15 fds' states, class words, and which of them have
 // ever been a pipe's (bit i for the page's fd i: the only states with
 // counters).
-struct alignas(4096) FdPage {
+struct FdPage {
     static constexpr int kFds = 15;
     FdState state[kFds];
     std::atomic<std::uint64_t> cls[kFds];
@@ -114,6 +114,7 @@ struct alignas(4096) FdPage {
     // In a block's first page only: which of its pages have a pipe_seen bit
     // (bit p for page p), so that a scan reads only those pages.
     std::atomic<std::uint64_t> pages_seen;
+    unsigned char pad_[4096 - kFds * (sizeof(FdState) + 8) - 16];
 };
 static_assert(sizeof(FdPage) == 4096);
 
@@ -234,14 +235,18 @@ private:
     static constexpr int kNearShift = 20;
     static constexpr int kNearBlocks = 1 << (kNearShift - kBlockShift);
     static constexpr int kFarDirs = 1 << (31 - kNearShift);
-    std::atomic<Block*> near_[kNearBlocks] = {};  // [0] unused: first_
+    std::atomic<Block*> near_[kNearBlocks] = {};
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
-    std::atomic<bool> first_used_{false};
     std::atomic<int> blocks_{0};
     std::atomic<std::uint32_t> process_gen_{0};
     ProcessCounters process_;
-    // The first block, last (its untouched pages cost nothing).
-    Block first_;
+    // The first block (near_[0] once used), last (its untouched pages cost
+    // nothing), at the first page boundary inside this storage: a block's
+    // pages must be pages, and an alignment of 4096 here would align the
+    // library's whole .bss to a page of its own (a page fault more at every
+    // start).
+    Block* first_block() const noexcept;
+    alignas(64) unsigned char first_storage_[sizeof(Block) + 4096 - 64] = {};
 };
 
 // The production classifier: fstat + F_GETFL through raw syscalls.
@@ -264,8 +269,7 @@ inline int FdTable::watched_pipe(std::uint64_t w, Dir* dir) const noexcept {
 
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {
-    if (first_used_.load(std::memory_order_acquire)) fn(const_cast<Block*>(&first_), 0L);
-    for (int i = 1; i < kNearBlocks; ++i)
+    for (int i = 0; i < kNearBlocks; ++i)
         if (Block* b = near_[i].load(std::memory_order_acquire))
             fn(b, static_cast<long>(i) << kBlockShift);
     for (int d = 1; d < kFarDirs; ++d) {

@@ -8,6 +8,9 @@
 #    __cxa_finalize: nothing of the compiler's start files runs at exit
 #    (their destructor walk writes a flag in the library's data), and no
 #    static object registers a destructor;
+#  - .bss is not aligned to a page: it then starts in the page the loader
+#    already writes (the end of .data), and a process's first writes to the
+#    library's variables cost no page fault of their own;
 #  - the functions a subshell or a child between fork and exec calls (the
 #    signal-action wrapper, dup2, close, read, write, execve, _exit and the
 #    library's exit-time destructor) lie within one span of at most 32 KiB.
@@ -23,6 +26,16 @@ fi
 if "$nm" -D --undefined-only "$lib" | grep -E '__cxa_(atexit|finalize)'; then
   echo "FAIL: $lib registers destructors to run at exit (above)" >&2
   status=1
+fi
+bss_align=$("$readelf" -SW "$lib" | sed -nE 's/.* \.bss +NOBITS +[0-9a-f]+ [0-9a-f]+ [0-9a-f]+ [0-9a-f]+ +WA +[0-9]+ +[0-9]+ +([0-9]+)$/\1/p')
+if [[ -z $bss_align ]]; then
+  echo "FAIL: no .bss alignment found in $lib" >&2
+  status=1
+elif [[ $bss_align -ge 4096 ]]; then
+  echo "FAIL: .bss is aligned to $bss_align bytes: it starts on a page of its own" >&2
+  status=1
+else
+  echo ".bss is aligned to $bss_align bytes"
 fi
 max_span=$((32 * 1024))
 min=-1 max=0 found=0
