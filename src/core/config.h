@@ -127,9 +127,11 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
 // bytes: apply_env() refuses it whole, as a bad value, never a cut one.
 struct EnvOverlay {
     static constexpr std::size_t kSlot = 256;
+    // Flags and lengths first: a process with one PIPESPIN_* variable set
+    // writes the start of the overlay only (one page, not two).
     bool set[kOptionCount] = {};
-    char text[kOptionCount][kSlot] = {};
     std::size_t length[kOptionCount] = {};  // the value's full length
+    char text[kOptionCount][kSlot] = {};
     bool too_long(std::size_t i) const noexcept { return length[i] >= kSlot; }
 };
 // Into a fresh (all clear) overlay, which only what is set is written to

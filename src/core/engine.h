@@ -80,6 +80,9 @@ using SpinHook = void (*)() noexcept;
 // them.
 struct Runtime {
     static constexpr Options kDefaults{};
+    // configure() has run once (start-up): only later calls can find learnt
+    // state to reset.
+    std::atomic<bool> configured{false};
     std::atomic<Mode> mode{kDefaults.mode()};
     std::atomic<std::uint64_t> max_spin_ns{std::uint64_t{kDefaults.spin_us} * 1000u};
     std::atomic<int> usable_cpus{2};

@@ -76,7 +76,11 @@ void configure(const Options& o, int usable_cpus) noexcept {
     if (update(g_runtime.reload_ms, o.reload_ms))
         g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
                                        std::memory_order_relaxed);
-    if ((mode_changed || ceiling_changed) && table().blocks_mapped() != 0) {
+    // Not at start-up: nothing was learnt yet, and the look at the table
+    // would fault in a page of it that the process may never use.
+    const bool learnt = g_runtime.configured.load(std::memory_order_relaxed);
+    update(g_runtime.configured, true);
+    if (learnt && (mode_changed || ceiling_changed) && table().blocks_mapped() != 0) {
         // What adaptive mode measured was under other settings. Threads in
         // a call meanwhile may write a stale field back: that costs one
         // epoch's accuracy, never correctness.

@@ -146,10 +146,17 @@ void reload() noexcept {
 }  // namespace
 
 // Is any PIPESPIN_* variable set? One pass over the environment, instead of
-// a getenv (a pass each) for every option, in the process that sets none.
+// a getenv (a pass each) for every option, in the process that sets none;
+// compared here, not with strncmp (a libc call: a symbol look-up at every
+// process start).
 static bool any_pipespin_variable() noexcept {
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e)
-        if (__builtin_strncmp(*e, "PIPESPIN_", 9) == 0) return true;
+    constexpr char kPrefix[] = "PIPESPIN_";
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        const char* v = *e;
+        std::size_t i = 0;
+        while (i + 1 < sizeof kPrefix && v[i] == kPrefix[i]) ++i;
+        if (i + 1 == sizeof kPrefix) return true;
+    }
     return false;
 }
 

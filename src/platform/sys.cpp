@@ -218,11 +218,14 @@ long geteuid() noexcept {
 }
 
 int usable_cpus() noexcept {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    long r = raw(SYS_sched_getaffinity, 0, sizeof(set), reinterpret_cast<long>(&set));
+    // The kernel's mask, counted here: CPU_COUNT is a libc call, whose first
+    // use would cost every process start a symbol look-up.
+    unsigned long mask[16] = {};
+    long r = raw(SYS_sched_getaffinity, 0, sizeof mask, reinterpret_cast<long>(mask));
     if (r <= 0) return 1;
-    int n = CPU_COUNT(&set);
+    int n = 0;
+    for (long i = 0; i < r / static_cast<long>(sizeof mask[0]); ++i)
+        n += __builtin_popcountl(mask[i]);
     return n > 0 ? n : 1;
 }
 
