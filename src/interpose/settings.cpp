@@ -61,10 +61,6 @@ void collect(void* ctx, const char* message) {
     o.put(message);
 }
 
-const char* secure_env(const char* name, void*) {
-    return ::secure_getenv(name);
-}
-
 // The names [program NAME] sections match: only worth a readlink when
 // there is a file to match against.
 void learn_program() noexcept {
@@ -145,24 +141,70 @@ void reload() noexcept {
 
 }  // namespace
 
-// Is any PIPESPIN_* variable set? One pass over the environment, instead of
-// a getenv (a pass each) for every option, in the process that sets none;
-// compared here, not with strncmp (a libc call: a symbol look-up at every
-// process start).
-static bool any_pipespin_variable() noexcept {
-    constexpr char kPrefix[] = "PIPESPIN_";
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-        const char* v = *e;
-        std::size_t i = 0;
-        while (i + 1 < sizeof kPrefix && v[i] == kPrefix[i]) ++i;
-        if (i + 1 == sizeof kPrefix) return true;
-    }
-    return false;
+namespace {
+
+// The PIPESPIN_* variables, found in one pass over the environment: the
+// process that sets none makes no getenv at all, and one that sets a few
+// looks each option up among those few, not in the whole environment (a
+// getenv per option is a pass each). Compared here, not with strncmp (a
+// libc call: a symbol look-up at every process start).
+struct PipespinEnv {
+    static constexpr int kMax = 32;
+    const char* entry[kMax];
+    int count = 0;
+    bool overflow = false;  // more than kMax, or a name too long: ask libc
+    bool secure = false;    // secure execution: the environment is not read
+};
+
+bool starts_with(const char* v, const char* prefix) noexcept {
+    while (*prefix != '\0' && *v == *prefix) ++v, ++prefix;
+    return *prefix == '\0';
 }
 
+void find_pipespin_variables(PipespinEnv& l) noexcept {
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        if (!starts_with(*e, "PIPESPIN_")) continue;
+        if (l.count == PipespinEnv::kMax) {
+            l.overflow = true;
+            return;
+        }
+        l.entry[l.count++] = *e;
+    }
+    if (l.count == 0) return;
+    // secure_getenv() reads nothing in a secure-execution process (setuid):
+    // one call on a variable that is there tells which process this is.
+    char name[128];
+    std::size_t n = 0;
+    const char* first = l.entry[0];
+    while (first[n] != '=' && first[n] != '\0' && n + 1 < sizeof name) name[n] = first[n], ++n;
+    if (first[n] != '=') {
+        l.overflow = true;
+        return;
+    }
+    name[n] = '\0';
+    l.secure = ::secure_getenv(name) == nullptr;
+}
+
+const char* listed_env(const char* name, void* ctx) {
+    const auto& l = *static_cast<const PipespinEnv*>(ctx);
+    if (l.overflow) return ::secure_getenv(name);
+    if (l.secure) return nullptr;
+    for (int i = 0; i < l.count; ++i) {
+        const char* e = l.entry[i];
+        std::size_t j = 0;
+        while (name[j] != '\0' && e[j] == name[j]) ++j;
+        if (name[j] == '\0' && e[j] == '=') return e + j + 1;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 void resolve_startup_options(Options& options, OptionSources& sources) noexcept {
-    const bool any = any_pipespin_variable();
-    const char* path = any ? ::secure_getenv("PIPESPIN_CONFIG") : nullptr;
+    PipespinEnv vars;
+    find_pipespin_variables(vars);
+    const bool any = vars.count != 0;
+    const char* path = any ? listed_env("PIPESPIN_CONFIG", &vars) : nullptr;
     bool too_long = false;
     if (path != nullptr) {
         g_must_exist = true;
@@ -176,7 +218,7 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
         g_path = g_path_buf;
     }
-    if (any && capture_env(secure_env, nullptr, g_env) != 0) g_env_any = true;
+    if (any && capture_env(listed_env, &vars, g_env) != 0) g_env_any = true;
     store_if_changed(g_cpus, sys::usable_cpus());
     resolve(options, sources);
     if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
