@@ -66,7 +66,7 @@ SHIM_FLAGS+=" -DPIPESPIN_VERSION_MAJOR=$v_major -DPIPESPIN_VERSION_MINOR=$v_mino
 
 # The sources of the pipespin and pipespin_core targets, from CMakeLists.txt.
 shim_sources() {
-  awk '/^add_library\((pipespin_core STATIC|pipespin SHARED)/ { on = 1; next }
+  awk '/^add_library\((pipespin_platform OBJECT|pipespin_core STATIC|pipespin SHARED)/ { on = 1; next }
        on { for (i = 1; i <= NF; ++i) { f = $i; sub(/\)$/, "", f); if (f ~ /\.(cpp|c)$/) print f }
             if ($0 ~ /\)/) on = 0 }' "$here/CMakeLists.txt"
 }
@@ -133,6 +133,9 @@ run_kind() {
     [[ -n $srcs ]] || { fail "$kind: cannot find the shim's sources in CMakeLists.txt"; return; }
     mkdir -p "$dir/linked"
     for src in $srcs; do
+      # The program's own start files define the handle this file gives the
+      # library (linked without them).
+      [[ $src == */dso_handle.c ]] && continue
       obj=$dir/linked/${src//\//_}.o  # core/stats.cpp and interpose/stats.cpp
       local compile=(g++ -std=c++20 $flags $SHIM_FLAGS)
       # The shim's C parts (cancellation clean-up) are plain C, as in CMake.
