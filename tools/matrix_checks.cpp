@@ -93,7 +93,7 @@ std::vector<Check> acceptance(const Report& rep) {
         });
         k.wall_ratio(id, kAdaptive, 20, true, "adaptive speed-up, ");
     }
-    // Issue 16: a spin that pays saves the wake-up, which the voluntary
+    // A spin that pays saves the wake-up, which the voluntary
     // context switches count.
     k.add("perf-pipe", "adaptive / no shim, voluntary context switches per round trip", false, 0.1,
           [](const CaseRun& r) -> std::optional<double> {
@@ -109,7 +109,7 @@ std::vector<Check> acceptance(const Report& rep) {
     k.add("sparse", "adaptive consumer CPU / no-shim consumer CPU", false, 1.5,
           [](const CaseRun& r) { return std::optional(r.arms[kAdaptive].cpu_ratio); });
 
-    // Issue 13: short-lived pipes and processes.
+    // Short-lived pipes and processes.
     for (std::string_view id : {"cmdsubst", "xargs", "make-j"}) {
         k.wall_ratio(id, kAdaptive, 0.97, false);
         k.wall_ratio(id, kOff, 0.98, false);

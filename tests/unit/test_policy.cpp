@@ -450,7 +450,7 @@ TEST_CASE("a fresh fd's experiment starts with what its own first waits said", "
     CHECK(sim.s.get_phase() == Phase::Plain);
 }
 
-// ---- a peer on this thread's CPU (issue 15) --------------------------------
+// ---- a peer on this thread's CPU -------------------------------------------
 
 TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses it answered at once",
           "[policy][colocated]") {
