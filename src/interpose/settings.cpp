@@ -139,10 +139,6 @@ void reload() noexcept {
     unlock_settings();
 }
 
-}  // namespace
-
-namespace {
-
 // The PIPESPIN_* variables, found in one pass over the environment: the
 // process that sets none makes no getenv at all, and one that sets a few
 // looks each option up among those few, not in the whole environment (a
@@ -156,14 +152,15 @@ struct PipespinEnv {
     bool secure = false;    // secure execution: the environment is not read
 };
 
-bool starts_with(const char* v, const char* prefix) noexcept {
+// v past `prefix`, or null when v does not start with it.
+const char* after_prefix(const char* v, const char* prefix) noexcept {
     while (*prefix != '\0' && *v == *prefix) ++v, ++prefix;
-    return *prefix == '\0';
+    return *prefix == '\0' ? v : nullptr;
 }
 
 void find_pipespin_variables(PipespinEnv& l) noexcept {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-        if (!starts_with(*e, "PIPESPIN_")) continue;
+        if (after_prefix(*e, "PIPESPIN_") == nullptr) continue;
         if (l.count == PipespinEnv::kMax) {
             l.overflow = true;
             return;
@@ -190,10 +187,8 @@ const char* listed_env(const char* name, void* ctx) {
     if (l.overflow) return ::secure_getenv(name);
     if (l.secure) return nullptr;
     for (int i = 0; i < l.count; ++i) {
-        const char* e = l.entry[i];
-        std::size_t j = 0;
-        while (name[j] != '\0' && e[j] == name[j]) ++j;
-        if (name[j] == '\0' && e[j] == '=') return e + j + 1;
+        const char* rest = after_prefix(l.entry[i], name);
+        if (rest != nullptr && *rest == '=') return rest + 1;
     }
     return nullptr;
 }
