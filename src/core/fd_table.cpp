@@ -31,8 +31,9 @@ int index_in_block(int fd) noexcept {
 }  // namespace
 
 FdTable::Block* FdTable::first_block() const noexcept {
+    constexpr std::uintptr_t kMask = FdPage::kBytes - 1;
     const auto at = reinterpret_cast<std::uintptr_t>(first_storage_);
-    return reinterpret_cast<Block*>((at + 4095) & ~std::uintptr_t{4095});
+    return reinterpret_cast<Block*>((at + kMask) & ~kMask);
 }
 
 void FdTable::release() noexcept {

@@ -107,6 +107,7 @@ using Classifier = std::uint32_t (*)(int fd) noexcept;
 // ever been a pipe's (bit i for the page's fd i: the only states with
 // counters).
 struct FdPage {
+    static constexpr std::size_t kBytes = 4096;  // a page
     static constexpr int kFds = 15;
     FdState state[kFds];
     std::atomic<std::uint64_t> cls[kFds];
@@ -114,9 +115,9 @@ struct FdPage {
     // In a block's first page only: which of its pages have a pipe_seen bit
     // (bit p for page p), so that a scan reads only those pages.
     std::atomic<std::uint64_t> pages_seen;
-    unsigned char pad_[4096 - kFds * (sizeof(FdState) + 8) - 16];
+    unsigned char pad_[kBytes - sizeof(state) - sizeof(cls) - 2 * sizeof(std::uint64_t)];
 };
-static_assert(sizeof(FdPage) == 4096);
+static_assert(sizeof(FdPage) == FdPage::kBytes);
 
 // 512 fds, in pages of 15 (backed page by page as they are written).
 struct FdBlock {
@@ -246,7 +247,7 @@ private:
     // library's whole .bss to a page of its own (a page fault more at every
     // start).
     Block* first_block() const noexcept;
-    alignas(64) unsigned char first_storage_[sizeof(Block) + 4096 - 64] = {};
+    alignas(64) unsigned char first_storage_[sizeof(Block) + FdPage::kBytes - 64] = {};
 };
 
 // The production classifier: fstat + F_GETFL through raw syscalls.
