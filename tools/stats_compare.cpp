@@ -78,6 +78,7 @@ struct Group {
     std::vector<const Group*> parts;
     std::vector<Sample> samples[2];
     std::size_t processes = 0, periods = 0;
+    std::size_t partial = 0;       // periods left out: shorter than half of ab_period
     WaitHist waits[2][kWaitEnds];  // summed over the arm's samples
     void add(int arm, const Sample& s, bool period) {
         samples[arm].push_back(s);
@@ -107,13 +108,19 @@ std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
     std::map<std::string, Group> by_program;
     Group all;
     all.program = kAll;
-    auto add = [&](const std::string& program, std::string_view arm, const Sample& s, bool period) {
+    auto add = [&](const std::string& program, std::string_view arm, const Sample& s, bool period,
+                   bool partial = false) {
         // A process without a call on a pipe (a shell that only execs) has
         // nothing to compare: every measure is per call, wait or MiB.
         const int i = arm_index(arm);
         if (i < 0 || s.total.calls == 0 || (a.program && program != *a.program)) return;
         Group& g = by_program[program];
         g.program = program;
+        if (partial) {
+            ++g.partial;
+            ++all.partial;
+            return;
+        }
         g.add(i, s, period);
         all.add(i, s, period);
     };
@@ -122,7 +129,8 @@ std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
             add(r.program, r.arm,
                 sample_of(r.counters, r.wall_us, r.version, r.has_rusage, r.rusage), false);
     for (const Period& p : st.periods)
-        add(p.program, p.arm, sample_of(p.counters, p.wall_us, 2, p.has_rusage, p.rusage), true);
+        add(p.program, p.arm, sample_of(p.counters, p.wall_us, 2, p.has_rusage, p.rusage), true,
+            p.partial());
     std::vector<Group> out;
     for (auto& [name, g] : by_program) out.push_back(std::move(g));
     if (out.size() > 1) {
@@ -181,6 +189,8 @@ std::string samples_text(const Group& g) {
     std::string from = fmt::format("{} process{}", g.processes, g.processes == 1 ? "" : "es");
     if (g.periods > 0)
         from += fmt::format(", {} switchback period{}", g.periods, g.periods == 1 ? "" : "s");
+    if (g.partial > 0)
+        from += fmt::format("; {} partial period{} left out", g.partial, g.partial == 1 ? "" : "s");
     return fmt::format("{} control and {} treatment samples ({})", g.samples[kControl].size(),
                        g.samples[kTreatment].size(), from);
 }
@@ -289,6 +299,7 @@ std::string group_json(const Group& g, const CompareArgs& a) {
                             .text())
         .num("processes", g.processes)
         .num("periods", g.periods)
+        .num("partial_periods", g.partial)
         .num("relative", !g.parts.empty())
         .num("too_few", g.samples[kControl].size() < kCompareMinSamples ||
                             g.samples[kTreatment].size() < kCompareMinSamples)

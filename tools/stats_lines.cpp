@@ -91,27 +91,58 @@ StatsSnapshot difference(const StatsSnapshot& later, const StatsSnapshot& earlie
     return d;
 }
 
-// A line of a switchback image: the period since its previous line.
+void add_snapshot(StatsSnapshot& to, const StatsSnapshot& s) {
+    for (int k = 0; k < kStatKinds; ++k)
+        for (int d = 0; d < kStatDirs; ++d) {
+            to.c[k][d] += s.c[k][d];
+            for (int e = 0; e < kWaitEnds; ++e) to.wait[k][d][e] += s.wait[k][d][e];
+        }
+    for (int h = 0; h < kViaCount; ++h) {
+        to.via[h].spins += s.via[h].spins;
+        to.via[h].spin_hits += s.via[h].spin_hits;
+    }
+}
+
+// A line of a switchback image: what happened since its previous line,
+// added to the period that line was in when it is the same arm (an
+// interval line of stats_interval inside a period), else a new period.
 void add_period(LoadedStats& out, const ProcessRecord& r) {
     const auto key = std::make_pair(r.pid, r.start_us);
     auto it = out.last_line.find(key);
     const bool first = it == out.last_line.end();
+    std::size_t period = SIZE_MAX;
     if (first ? r.seq != 0 : r.seq != it->second.seq + 1) {
         // A line is missing (or out of order): what happened in between
         // cannot be told apart by arm.
         ++out.periods_lost;
     } else {
-        Period p;
-        p.program = r.program;
-        p.arm = r.arm;
-        p.wall_us = first ? r.wall_us : minus(r.wall_us, it->second.wall_us);
-        p.counters = first ? r.counters : difference(r.counters, it->second.counters);
-        p.has_rusage = r.has_rusage;
-        p.rusage = r.rusage;
-        out.periods.push_back(std::move(p));
+        const std::uint64_t wall_us = first ? r.wall_us : minus(r.wall_us, it->second.wall_us);
+        const StatsSnapshot counters =
+            first ? r.counters : difference(r.counters, it->second.counters);
+        const std::size_t before = first ? SIZE_MAX : it->second.period;
+        if (before != SIZE_MAX && out.periods[before].arm == r.arm) {
+            period = before;
+            Period& p = out.periods[period];
+            p.wall_us += wall_us;
+            p.period_us = r.ab_period * 1'000'000;
+            add_snapshot(p.counters, counters);
+            add_rusage(p.rusage, r.rusage);
+            p.has_rusage = p.has_rusage && r.has_rusage;
+        } else {
+            Period p;
+            p.program = r.program;
+            p.arm = r.arm;
+            p.wall_us = wall_us;
+            p.period_us = r.ab_period * 1'000'000;
+            p.counters = counters;
+            p.has_rusage = r.has_rusage;
+            p.rusage = r.rusage;
+            period = out.periods.size();
+            out.periods.push_back(std::move(p));
+        }
     }
     LoadedStats::LastLine& last = out.last_line[key];
-    if (first || r.seq > last.seq) last = {r.seq, r.wall_us, r.counters};
+    if (first || r.seq > last.seq) last = {r.seq, r.wall_us, r.counters, period};
 }
 
 }  // namespace
@@ -201,16 +232,7 @@ void add_to(StatsGroup& g, const ProcessRecord& r) {
     if (r.event == "interval") ++g.running;
     g.wall_us += r.wall_us;
     add_rusage(g.rusage, r.rusage);
-    for (int k = 0; k < kStatKinds; ++k)
-        for (int d = 0; d < kStatDirs; ++d) {
-            g.counters.c[k][d] += r.counters.c[k][d];
-            for (int e = 0; e < kWaitEnds; ++e)
-                g.counters.wait[k][d][e] += r.counters.wait[k][d][e];
-        }
-    for (int h = 0; h < kViaCount; ++h) {
-        g.counters.via[h].spins += r.counters.via[h].spins;
-        g.counters.via[h].spin_hits += r.counters.via[h].spin_hits;
-    }
+    add_snapshot(g.counters, r.counters);
 }
 }  // namespace
 

@@ -36,12 +36,21 @@ struct ProcessRecord {
 // difference between two consecutive lines of its image, in the arm the
 // later one says it covered; the first line's period starts at the image's
 // start.
+//
+// The pieces between an image's consecutive lines in one arm (stats_interval
+// lines inside a period) are one period: the arms alternate at each switch.
+// A period shorter than half of ab_period (the stretch between the last
+// switch and the exit or exec, a child forked late in a period) is partial:
+// its figures are dominated by what the process did around its start or
+// end, so `stats --compare` leaves it out (and says how many).
 struct Period {
     std::string program, arm;
     std::uint64_t wall_us = 0;
+    std::uint64_t period_us = 0;  // ab_period of its last line
     StatsSnapshot counters;
     bool has_rusage = false;
     Rusage rusage;
+    bool partial() const { return wall_us * 2 < period_us; }
 };
 
 struct LoadedStats {
@@ -56,6 +65,7 @@ struct LoadedStats {
     struct LastLine {
         std::uint64_t seq = 0, wall_us = 0;
         StatsSnapshot counters;
+        std::size_t period = SIZE_MAX;  // its period in `periods`, SIZE_MAX: none
     };
     std::map<std::pair<std::int64_t, std::uint64_t>, LastLine> last_line;
 };

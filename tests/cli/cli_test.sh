@@ -691,28 +691,36 @@ with open(f"{work}/v1.jsonl", "w") as f:
 with open(f"{work}/v2.jsonl", "w") as f:
     # One switchback process: 12 periods alternating from control, each
     # 1 s and 1000 more reads; the control's waits take 64 µs, the
-    # treatment's 2 µs; the lines carry cumulative counters and per-line usage.
-    calls = wall = waits_c = waits_t = 0
-    for seq in range(12):
+    # treatment's 2 µs; the lines carry cumulative counters and per-line
+    # usage. The first period is written as two lines (a stats_interval
+    # line inside it): one period. After the last switch, 5 ms and one read
+    # until the exit: a partial period, left out.
+    pieces = [("control", 400_000, 400, 400), ("control", 600_000, 600, 600)]
+    for seq in range(1, 12):
         arm = "control" if seq % 2 == 0 else "treatment"
-        calls += 1000
-        wall += 1_000_000 if arm == "control" else 500_000 + 1000 * seq
+        pieces.append((arm, 1_000_000 if arm == "control" else 500_000 + 1000 * seq, 1000, 1000))
+    pieces.append(("control", 5_000, 1, 1))
+    calls = wall = waits_c = waits_t = 0
+    for seq, (arm, dwall, dcalls, dwaits) in enumerate(pieces):
+        calls += dcalls
+        wall += dwall
         if arm == "control":
-            waits_c += 1000
+            waits_c += dwaits
         else:
-            waits_t += 1000
+            waits_t += dwaits
         log2 = [0] * 20
         log2[2] = waits_t
         log2[7] = waits_c
         while log2 and log2[-1] == 0:
             log2.pop()
-        ru = {"utime_us": 1000, "stime_us": 1000, "nvcsw": 1000 if arm == "control" else 10,
-              "nivcsw": 0, "maxrss_kb": 100}
-        print(line(2, 7, "daemon", arm, wall, calls, seq=seq, event="interval", period=1, ru=ru,
+        ru = {"utime_us": dcalls, "stime_us": dcalls,
+              "nvcsw": dcalls if arm == "control" else dcalls // 100, "nivcsw": 0, "maxrss_kb": 100}
+        print(line(2, 7, "daemon", arm, wall, calls, seq=seq,
+                   event="exit" if seq == len(pieces) - 1 else "interval", period=1, ru=ru,
                    hist=(64_000 * waits_c + 2_000 * waits_t, log2)), file=f)
     # A process whose second line is missing: its third period is not attributable.
     for seq in (0, 2):
-        print(line(2, 8, "gappy", "control", 1000 * (seq + 1), 10 * (seq + 1), seq=seq,
+        print(line(2, 8, "gappy", "control", 1_000_000 * (seq + 1), 10 * (seq + 1), seq=seq,
                    event="interval", period=1), file=f)
 PY
   python3 "$validate" "$work/v1.jsonl" "$work/v2.jsonl" || fail "the test's own lines are not valid"
@@ -760,6 +768,7 @@ assert d["periods_lost"] == 1, d
 g = {x["program"]: x for x in d["groups"]}
 s = g["daemon"]
 assert s["samples"] == {"control": 6, "treatment": 6} and s["periods"] == 12 and s["processes"] == 0, s
+assert s["partial_periods"] == 1 and g["(all)"]["partial_periods"] == 1, s
 m = s["measures"]
 assert m["blocked_per_wait_us"]["control"]["median"] == 64 and m["blocked_per_wait_us"]["treatment"]["median"] == 2, m
 assert m["blocked_per_wait_us"]["verdict"] == "faster", m
@@ -772,6 +781,9 @@ assert c["log2"][7] == 6000 and c["ns"] == 6000 * 64000 and len(c["log2"]) == 20
 assert s["waits"]["treatment"]["plain"]["log2"][2] == 6000, s["waits"]["treatment"]
 assert g["gappy"]["periods"] == 1, g["gappy"]  # the first line's period only
 PY
+  expect_status 0 "$pipespin" stats --compare "$work/v2.jsonl"
+  expect_in "$work/out" \
+    "daemon: 6 control and 6 treatment samples (0 processes, 12 switchback periods; 1 partial period left out)"
   # The table shows a switchback process under its own arm.
   expect_status 0 "$pipespin" stats "$work/v2.jsonl"
   grep -qE '^daemon +switchback +1 ' "$work/out" || { cat "$work/out"; fail "no switchback row"; }
