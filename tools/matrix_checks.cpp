@@ -76,13 +76,24 @@ public:
     // no shim / arm (wall) >= threshold, the check named with `prefix` and `suffix`.
     void wall_ratio(std::string_view id, std::size_t arm, double threshold, bool bounded,
                     std::string_view prefix = "", std::string_view suffix = "") {
-        add(
+        wall_ratio_bounded(
+            id, arm, threshold,
+            [bounded](const CaseRun& r) { return bounded ? r.bound : std::nullopt; }, prefix,
+            suffix);
+    }
+
+    // The same with the bound from bound_of(run).
+    template <typename BoundOf>
+    void wall_ratio_bounded(std::string_view id, std::size_t arm, double threshold,
+                            BoundOf bound_of, std::string_view prefix = "",
+                            std::string_view suffix = "") {
+        add_bounded(
             id, fmt::format("{}no shim / {} (wall){}", prefix, kArms[arm].name, suffix), true,
             threshold,
             [&](const CaseRun& r) -> std::optional<double> {
                 return rep_.runs_arm(arm) ? std::optional(r.arms[arm].wall_ratio) : std::nullopt;
             },
-            bounded);
+            bound_of);
     }
 
     std::vector<Check> take() { return std::move(out_); }
@@ -124,19 +135,14 @@ std::vector<Check> acceptance(const Report& rep) {
     // against that empty preload, is held to the same threshold beside it,
     // so that a host where every preload costs more than the threshold
     // allows still says whether the shim adds to it.
+    auto empty_ratio = [&](const CaseRun& r) -> std::optional<double> {
+        if (!rep.runs_arm(kEmpty) || !(r.arms[kEmpty].wall_ratio > 0)) return std::nullopt;
+        return r.arms[kEmpty].wall_ratio;
+    };
     for (std::string_view id : {"cmdsubst", "xargs", "make-j"}) {
         for (const auto& [arm, threshold] : {std::pair{kAdaptive, 0.97}, std::pair{kOff, 0.98}}) {
             const std::size_t a = arm;
-            auto empty_ratio = [&](const CaseRun& r) -> std::optional<double> {
-                if (!rep.runs_arm(kEmpty) || !(r.arms[kEmpty].wall_ratio > 0)) return std::nullopt;
-                return r.arms[kEmpty].wall_ratio;
-            };
-            k.add_bounded(
-                id, fmt::format("no shim / {} (wall)", kArms[a].name), true, threshold,
-                [&](const CaseRun& r) -> std::optional<double> {
-                    return rep.runs_arm(a) ? std::optional(r.arms[a].wall_ratio) : std::nullopt;
-                },
-                empty_ratio);
+            k.wall_ratio_bounded(id, a, threshold, empty_ratio);
             k.add(id, fmt::format("empty preload / {} (wall), the shim's own share", kArms[a].name),
                   true, threshold, [&](const CaseRun& r) -> std::optional<double> {
                       const std::optional<double> e = empty_ratio(r);
