@@ -121,7 +121,7 @@ void periodic_hooks(const IoCounters& c) noexcept {
 // real call, and the wrapper hands the call to libc as a tail call.
 bool settle_early(DirState& st, const PolicyParams& params) noexcept {
     if (g_runtime.count_bytes.load(std::memory_order_relaxed)) return false;
-    if (!SpinPolicy::count_early(st.policy, params)) return false;
+    if (!SpinPolicy::count_early(st.policy, params, sys::now_ns)) return false;
     bump(st.calls);
     return true;
 }

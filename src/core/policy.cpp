@@ -25,6 +25,12 @@ std::uint64_t epoch_cost(std::uint64_t elapsed_ns, std::uint64_t bytes) noexcept
     return elapsed_ns * 1024 / std::max<std::uint64_t>(bytes, 1);
 }
 
+// Wall time per call over an epoch, saturating.
+std::uint32_t per_call_ns(std::uint64_t elapsed_ns, std::uint32_t calls) noexcept {
+    return static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(elapsed_ns / std::max<std::uint32_t>(calls, 1), UINT32_MAX));
+}
+
 // Both experiments are in: exploit the winner. Spinning must win by a
 // margin, since it also costs CPU; a tie goes to not spinning.
 void decide(PolicyState& s, bool spin_wins) noexcept {
@@ -239,6 +245,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         }
     }
     // The epoch is over.
+    const std::uint64_t started = s.epoch_start_ns.load(kRelaxed);
     s.epoch_calls.store(1, kRelaxed);
     s.epoch_bytes.store(0, kRelaxed);
     s.epoch_start_ns.store(t, kRelaxed);
@@ -248,6 +255,8 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         case Phase::TrySpin:
             s.cost_spin.store(cost, kRelaxed);
             if (never_waited) {
+                // It ran as a plain epoch would: what a call costs not spinning.
+                s.plain_call_ns.store(per_call_ns(t - started, calls - 1), kRelaxed);
                 decide(s, false);  // nothing to measure against
                 break;
             }
@@ -255,6 +264,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
             break;
         case Phase::TryPlain:
             s.cost_plain.store(cost, kRelaxed);
+            s.plain_call_ns.store(per_call_ns(t - started, calls - 1), kRelaxed);
             decide(s);
             break;
         case Phase::Spin:
@@ -266,7 +276,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
 }
 
-bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
+bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept {
     if (!learns(s, p)) return true;
     const Phase phase = s.get_phase();
     if (measuring(phase)) return false;
@@ -275,13 +285,26 @@ bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p) noexcept {
         return true;
     }
     const std::uint32_t calls = s.epoch_calls.load(kRelaxed) + 1;
+    // A Plain epoch is timed from its first call to its last (both before
+    // the real call: kEpochCalls - 1 calls in between), to see whether not
+    // spinning still costs what it cost when it won (kDriftFactor).
+    const bool timed = phase == Phase::Plain && s.plain_call_ns.load(kRelaxed) != 0;
     if (calls < kEpochCalls) {
+        if (calls == 1 && timed) s.epoch_start_ns.store(now(), kRelaxed);
         s.epoch_calls.store(calls, kRelaxed);
         return true;
     }
     // The next epoch starts with the next call, which on_call() times if
     // that epoch measures.
     s.epoch_calls.store(0, kRelaxed);
+    if (timed && per_call_ns(now() - s.epoch_start_ns.load(kRelaxed), calls - 1) >
+                     kDriftFactor * s.plain_call_ns.load(kRelaxed)) {
+        // The decision is stale: measure again, both ways in full (the old
+        // plain cost must not end the TrySpin epoch early).
+        s.cost_plain.store(0, kRelaxed);
+        start_phase(s, Phase::TrySpin, 0);
+        return true;
+    }
     end_exploit_epoch(s);
     return true;
 }
@@ -338,6 +361,7 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             s.exploit_len.store(kExploitMin, kRelaxed);
             s.last_winner.store(static_cast<std::uint8_t>(Phase::Plain), kRelaxed);
+            next_epoch_from_scratch(s);  // its first epoch is timed from its first call
             start_phase(s, Phase::Plain, kExploitMin);
         }
     }

@@ -52,6 +52,7 @@ enum class Phase : std::uint8_t {
     X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")         \
     X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                         \
     X(std::uint32_t, epoch_calls, "calls this epoch")                                 \
+    X(std::uint32_t, plain_call_ns, "ns per call when not spinning last won (saturating)") \
     X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                       \
     X(std::uint16_t, exploit_len, "length of the current exploit run")                \
     X(std::uint8_t, phase, "Phase")                                                   \
@@ -189,6 +190,14 @@ public:
     // TrySpin epoch without waits. One that waits rarely starts its
     // experiment after kEpochCalls calls.
     static constexpr std::uint8_t kFreshWaits = 2;
+    // A run of not spinning ends early, and the fd measures again, when one
+    // of its epochs costs per call more than kDriftFactor times what a call
+    // cost when not spinning won (its TryPlain epoch, or a TrySpin epoch
+    // that never waited): a cost this far above the one the decision was
+    // made on says the workload changed under it (the scheduler moved a
+    // co-located peer to a CPU of its own, and every plain round trip
+    // became a cross-CPU wake-up).
+    static constexpr std::uint64_t kDriftFactor = 4;
 
     // budget_ns() for a fresh fd whose prior says not to spin: look first
     // (a wait must be seen to be timed), do not spin, time the real call.
@@ -212,10 +221,11 @@ public:
     // A call about to be made without a spin, whose result the policy does
     // not need: any call outside adaptive mode, or one in an exploit phase
     // (Spin, Plain), whose epochs only count calls. Counts it now, before
-    // the real call and without the clock, and returns true; returns false
-    // (and counts nothing) in a measuring epoch, whose cost needs the bytes
-    // the call moves: on_call() after the real call then counts it.
-    static bool count_early(PolicyState& s, const PolicyParams& p) noexcept;
+    // the real call, and returns true; returns false (and counts nothing)
+    // in a measuring epoch, whose cost needs the bytes the call moves:
+    // on_call() after the real call then counts it. Asks the clock only at
+    // the first and last call of a Plain epoch (kDriftFactor).
+    static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept;
     // Whether a spin must first find a CPU free for the peer (the caller's
     // look at the run queue): in adaptive mode, unless the fd is hinted
     // (a hint says how to wait whatever the load, as fixed mode does).

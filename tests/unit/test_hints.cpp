@@ -100,7 +100,7 @@ TEST_CASE("hints: a hinted fd needs no free CPU, and the policy does not learn o
 
     // Neither counting nor epochs nor the fresh-fd prior.
     g_now = 1'000'000;
-    CHECK(SpinPolicy::count_early(d.s, d.p));
+    CHECK(SpinPolicy::count_early(d.s, d.p, fake_now));
     for (int i = 0; i < 200; ++i) SpinPolicy::on_call(d.s, d.p, 1, fake_now);
     WaitObservation o;
     o.spun = true;

@@ -43,6 +43,7 @@ struct Sim {
     // and the peer answers right after it gave up.
     bool colocated = false;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
+    std::uint64_t cut_short = 0;  // runs of not spinning ended before their last epoch
 
     Sim() { g_now = 1'000'000; }
 
@@ -57,10 +58,11 @@ struct Sim {
         if (by_mode) st = (*by_mode)(spinning);
         ++calls;
         const Phase phase = s.get_phase();
+        const std::uint16_t left = s.exploit_left.load();
         if (phase == Phase::TrySpin || phase == Phase::TryPlain) ++measuring;
         // As the engine does (without statistics lines): a call that will
         // not spin is counted before it, when the policy allows that.
-        const bool early = (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p);
+        const bool early = (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p, fake_now);
         bool spun = false;
         if (st.wait_ns == 0) {
             g_now += call_ns;
@@ -97,6 +99,7 @@ struct Sim {
             SpinPolicy::on_wait(s, p, wake, o, lane);
         }
         if (!early) SpinPolicy::on_call(s, p, st.bytes, fake_now);
+        if (phase == Phase::Plain && left > 1 && s.get_phase() == Phase::TrySpin) ++cut_short;
         return spun;
     }
 
@@ -274,28 +277,28 @@ TEST_CASE("exploit epochs are counted before the call, measuring epochs after it
     PolicyState s;
     const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
     // A fresh fd counts calls only: early.
-    CHECK(SpinPolicy::count_early(s, p));
+    CHECK(SpinPolicy::count_early(s, p, fake_now));
     CHECK(s.epoch_calls.load() == 1);
     // A measuring epoch needs on_call() with the bytes.
     s.reset();
     s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
-    CHECK_FALSE(SpinPolicy::count_early(s, p));
+    CHECK_FALSE(SpinPolicy::count_early(s, p, fake_now));
     CHECK(s.epoch_calls.load() == 0);
     // The last epoch of a run of not spinning: counted early, without the
     // clock, until it ends and the next measuring pair begins.
     s.phase.store(static_cast<std::uint8_t>(Phase::Plain));
     s.exploit_left.store(1);
     for (std::uint32_t i = 1; i < SpinPolicy::kEpochCalls; ++i) {
-        REQUIRE(SpinPolicy::count_early(s, p));
+        REQUIRE(SpinPolicy::count_early(s, p, fake_now));
         REQUIRE(s.get_phase() == Phase::Plain);
     }
-    CHECK(SpinPolicy::count_early(s, p));
+    CHECK(SpinPolicy::count_early(s, p, fake_now));
     CHECK(s.get_phase() == Phase::TrySpin);
     CHECK(s.epoch_calls.load() == 0);
-    CHECK_FALSE(SpinPolicy::count_early(s, p));
+    CHECK_FALSE(SpinPolicy::count_early(s, p, fake_now));
     // Outside adaptive mode nothing is learnt: always early.
     const PolicyParams fixed{Mode::Fixed, kCeiling, 2, false};
-    CHECK(SpinPolicy::count_early(s, fixed));
+    CHECK(SpinPolicy::count_early(s, fixed, fake_now));
 }
 
 TEST_CASE("a measuring epoch that clearly loses ends early", "[policy]") {
@@ -484,6 +487,59 @@ TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[po
     const int n = 100 * static_cast<int>(SpinPolicy::kEpochCalls);
     for (int i = 0; i < n; ++i) sim.call(step());
     CHECK(sim.spins - before > static_cast<std::uint64_t>(n) * 8 / 10);
+}
+
+
+TEST_CASE("a ping-pong that stopped spinning while co-located spins again once spread",
+          "[policy][colocated]") {
+    // perf bench sched pipe: the pair starts on one CPU, where not spinning
+    // wins (a plain round trip is a direct switch), and is trusted for
+    // ever longer runs; then the load balancer gives each end a CPU, and
+    // every plain round trip becomes a cross-CPU wake-up. The run of not
+    // spinning must not go on blind for up to kExploitMax epochs: its
+    // epochs now cost several times what a call cost when not spinning won.
+    Sim sim;
+    sim.colocated = true;
+    sim.wake_ns = 1 * kUs;
+    const Step peer{2 * kUs, 1};
+    sim.run(200 * SpinPolicy::kEpochCalls, peer);
+    // Until it is trusted not to spin for its longest run.
+    for (int i = 0; i < 200 * static_cast<int>(SpinPolicy::kEpochCalls) &&
+                    !(sim.s.get_phase() == Phase::Plain &&
+                      sim.s.exploit_len.load() == SpinPolicy::kExploitMax);
+         ++i)
+        sim.call(peer);
+    REQUIRE(sim.s.get_phase() == Phase::Plain);
+    REQUIRE(sim.s.exploit_len.load() == SpinPolicy::kExploitMax);
+    // Wherever in its run the change finds it, it spins again within an
+    // epoch of not spinning, the measuring pair, and a little slack.
+    sim.colocated = false;
+    sim.wake_ns = 20 * kUs;
+    std::uint64_t calls = 0;
+    while (sim.s.get_phase() != Phase::Spin && calls < 200 * SpinPolicy::kEpochCalls) {
+        sim.call(peer);
+        ++calls;
+    }
+    CAPTURE(calls);
+    CHECK(calls <= 4 * SpinPolicy::kEpochCalls);
+    CHECK(sim.cut_short == 1);
+}
+
+TEST_CASE("a run of not spinning whose cost moves within the drift factor is not cut short",
+          "[policy]") {
+    // A sparse reader whose producer changes pace, 2 ms and 6 ms between
+    // bytes, every 5 epochs: within kDriftFactor of what not spinning cost
+    // when it won, so no run of not spinning is cut short (each would cost
+    // a measuring pair and its wasted spins).
+    Sim sim;
+    std::uint64_t n = 0;
+    auto step = [&] {
+        const bool slow = (n++ / (5 * SpinPolicy::kEpochCalls)) % 2 == 1;
+        return Step{(slow ? 6'000 : 2'000) * kUs, 1};
+    };
+    for (std::uint64_t i = 0; i < 400 * SpinPolicy::kEpochCalls; ++i) sim.call(step());
+    CHECK(sim.s.exploit_len.load() == SpinPolicy::kExploitMax);
+    CHECK(sim.cut_short == 0);
 }
 
 namespace {
