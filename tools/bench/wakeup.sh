@@ -5,15 +5,22 @@
 # adaptive with spin_read=off. Each round runs every arm once in every
 # placement, interleaved; prints per placement and arm the median reader run
 # time over the reads (µs, from /proc/thread-self/schedstat), its range, and
-# the ratio to no shim.
-#   usage: tools/bench/wakeup.sh [BUILD_DIR] [ROUNDS] [READS]
+# the ratio to no shim. With OTHER_BUILD, two more arms run that build's
+# library in modes off and adaptive ("off, other", "adaptive, other"), to
+# compare two versions of the shim in one run.
+#   usage: tools/bench/wakeup.sh [BUILD_DIR] [ROUNDS] [READS] [OTHER_BUILD]
 set -euo pipefail
 build=${1:-build}
 rounds=${2:-9}
 reads=${3:-500}
+other=${4:-}
 lib=$(realpath "$build/lib/libpipespin.so")
 empty=$(realpath "$build/lib/libpipespin-empty.so")
 [ -f "$lib" ] && [ -f "$empty" ] || { echo "missing $lib or $empty: build first" >&2; exit 1; }
+if [ -n "$other" ]; then
+  other_lib=$(realpath "$other/lib/libpipespin.so")
+  [ -f "$other_lib" ] || { echo "missing $other_lib: build it first" >&2; exit 1; }
+fi
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "one usable CPU: nothing spins, nothing to compare" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,12 +30,15 @@ cc -O2 -o "$work/wakeup" "$here/wakeup.c"
 unset LD_PRELOAD
 for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 arms=("no shim" "empty preload" "off" "adaptive" "adaptive spin_read=off")
+[ -n "$other" ] && arms+=("off, other" "adaptive, other")
 arm_env() {
   case $1 in
     "no shim") echo "PIPESPIN_NONE=1" ;;
     "empty preload") echo "LD_PRELOAD=$empty" ;;
     off) echo "LD_PRELOAD=$lib PIPESPIN_MODE=off" ;;
     adaptive) echo "LD_PRELOAD=$lib PIPESPIN_MODE=adaptive" ;;
+    "off, other") echo "LD_PRELOAD=$other_lib PIPESPIN_MODE=off" ;;
+    "adaptive, other") echo "LD_PRELOAD=$other_lib PIPESPIN_MODE=adaptive" ;;
     *) echo "LD_PRELOAD=$lib PIPESPIN_MODE=adaptive PIPESPIN_SPIN_READ=off" ;;
   esac
 }
