@@ -24,15 +24,17 @@ constexpr std::optional<double> speedup_bound(double no_shim_wall_us, std::uint6
 enum class Verdict { NotRun, Pass, Fail, Unreachable };
 
 // value: nullopt when the case did not run; at_least: the value must be
-// >= threshold, else <=; bound: the most the value can be on this host, if
-// known. A value that meets its threshold passes, even above the bound (the
-// bound is measured too); one that misses a threshold above the bound is not
-// a failure of any spin policy but of the host: Unreachable.
+// >= threshold, else <=; bound: if known, the most the value can be on this
+// host (>= checks: a speed-up), or the least (<= checks: what an empty
+// preload already adds). A value that meets its threshold passes, even
+// beyond the bound (the bound is measured too); one that misses a threshold
+// the bound already misses is not a failure of any spin policy but of the
+// host: Unreachable.
 constexpr Verdict verdict(std::optional<double> value, bool at_least, double threshold,
                           std::optional<double> bound) {
     if (!value) return Verdict::NotRun;
     if (at_least ? *value >= threshold : *value <= threshold) return Verdict::Pass;
-    if (at_least && bound && *bound < threshold) return Verdict::Unreachable;
+    if (bound && (at_least ? *bound < threshold : *bound > threshold)) return Verdict::Unreachable;
     return Verdict::Fail;
 }
 

@@ -43,8 +43,13 @@ TEST_CASE("a miss is unreachable only when the threshold is above the bound") {
     REQUIRE(verdict(1.6, true, 1.5, 2.0) == Verdict::Pass);
     // Meeting the threshold passes even above a (noisy) bound.
     REQUIRE(verdict(1.6, true, 1.5, 1.4) == Verdict::Pass);
-    // A bound limits how large a value can be: it says nothing for "at most" checks.
+    // For an "at most" check the bound is how small the value can be (what
+    // an empty preload adds to a fork): a bound within the threshold leaves
+    // a miss a failure; one beyond it makes the threshold unreachable.
     REQUIRE(verdict(1.6, false, 1.5, 1.0) == Verdict::Fail);
+    REQUIRE(verdict(1.6, false, 1.5, 1.5) == Verdict::Fail);
+    REQUIRE(verdict(10.9, false, 3, 9.0) == Verdict::Unreachable);
+    REQUIRE(verdict(2.5, false, 3, 9.0) == Verdict::Pass);
 }
 
 TEST_CASE("a process start may add 1.5x the empty preload's cost, and never less than 10 µs") {
