@@ -16,6 +16,12 @@
 #include "platform/process_lock.h"
 #include "platform/sys.h"
 
+// Called through its GOT slot, bound when the library is loaded, not
+// through the PLT: a lazy binding at the first call would cost every
+// process that sets a PIPESPIN_ variable a page fault on the PLT's page and
+// a symbol look-up inside its constructor (libc_local.c says more).
+extern "C" char* secure_getenv(const char*) noexcept __attribute__((noplt));
+
 namespace pipespin::interpose {
 namespace {
 
