@@ -422,6 +422,9 @@ for chk in d["acceptance"]:
         assert abs(v - (fig[m.group(2)] - fig["no shim"])) < 2e-3, (chk, fig)
         if m.group(1) == "spawn":
             assert abs(t - max(1.5 * (fig["empty preload"] - fig["no shim"]), 10)) < 0.01, (chk, fig)
+    if chk["check"] == "`sparse`: adaptive consumer CPU / empty preload's, the shim's own share":
+        cpu = {a["name"]: a["median_cpu_us"] for a in cases["sparse"]["arms"]}
+        assert abs(v - cpu["adaptive"] / cpu["empty preload"]) < 2e-3, (chk, cpu)
     if chk["check"] == "`fork`: µs added per fork, off - empty preload, the shim's own share":
         fig = {a["name"]: a["median_figure"] for a in cases["fork"]["arms"]}
         assert abs(v - (fig["off"] - fig["empty preload"])) < 2e-3, (chk, fig)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What a process start costs with each of several preloaded libraries, side
+# by side: `pipespin bench-worker spawn N` (posix_spawn + wait of /bin/true,
+# µs per process) without a preload and with each LIB (PIPESPIN_MODE=off),
+# interleaved round after round. Prints per arm the median, what it adds to
+# no shim, and the range.
+#   usage: tools/bench/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB [NAME=LIB ...]
+set -euo pipefail
+build=${1:?usage: spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB...}
+rounds=${2:?rounds}
+shift 2
+[ $# -ge 1 ] || { echo "name at least one NAME=LIB" >&2; exit 2; }
+pipespin=$(realpath "$build/bin/pipespin")
+for v in "$@"; do [ -f "${v#*=}" ] || { echo "missing ${v#*=}" >&2; exit 1; }; done
+unset LD_PRELOAD
+for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+samples=$(mktemp)
+trap 'rm -f "$samples"' EXIT
+for r in $(seq "$rounds"); do
+  echo "none $("$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+  for v in "$@"; do
+    echo "${v%%=*} $(env LD_PRELOAD="${v#*=}" PIPESPIN_MODE=off "$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+  done
+  echo "round $r/$rounds" >&2
+done
+python3 - "$samples" <<'PY'
+import collections, statistics, sys
+d = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, us = line.split()
+    d[name].append(float(us))
+base = statistics.median(d["none"])
+print("| arm | µs per process | added | range |")
+print("|---|--:|--:|--:|")
+for name, v in d.items():
+    m = statistics.median(v)
+    print(f"| {name} | {m:.1f} | {m - base:+.1f} | {min(v):.0f}-{max(v):.0f} |")
+PY
