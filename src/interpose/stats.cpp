@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstring>
+#include <type_traits>
 
 #include "core/engine.h"
 #include "core/out.h"
@@ -25,9 +27,12 @@ std::atomic<bool> g_enabled{false};
 // Where the lines go, the resolved configuration they report (before the
 // arm), the arm and the schedules, as the last resolution (or A/B switch)
 // settled them. A live reload runs while other threads may be writing a
-// line, so it fills the slot the writers are not using and then switches
-// them over (a writer takes the index once per line; only a line rendered
-// across two reloads, reload_ms apart, could see a slot change under it).
+// line: the state is kept as words written and read as relaxed atomics
+// under a sequence count (a seqlock: odd while a write is under way), and
+// each reader copies it whole, again if a write overlapped its copy. The
+// writer never waits for a reader (a reader may be a signal handler on the
+// writer's own thread, or gone with a fork); one writer at a time
+// (stats_resolve(): the constructor, or under the settings lock).
 struct Settled {
     TextValue dest;
     Options config;
@@ -36,10 +41,47 @@ struct Settled {
     std::uint64_t period_ns = 0;    // ab_period, when there is an experiment
     std::uint64_t interval_ns = 0;  // stats_interval, when lines are on
 };
-Settled g_settled[2];
-std::atomic<int> g_current{0};
-const Settled& settled() noexcept {
-    return g_settled[g_current.load(std::memory_order_acquire)];
+static_assert(std::is_trivially_copyable_v<Settled>);
+constexpr std::size_t kSettledWords = (sizeof(Settled) + 7) / 8;
+// Zero until the first publish(): Arm::None and no interval, which is all
+// that is read of it before then (stats_resolve()'s `prev`); the rest is
+// read only once lines or an experiment are on, that is after a publish().
+std::uint64_t g_settled[kSettledWords];
+std::atomic<std::uint32_t> g_settled_seq{0};
+static_assert(static_cast<int>(Arm::None) == 0);
+
+// A reader that finds a write under way tries again; one that keeps finding
+// one (a handler that interrupted the writer on its own thread) takes what
+// it copied after this many tries rather than wait for ever.
+constexpr int kSettledTries = 1000;
+
+Settled settled() noexcept {
+    std::uint64_t words[kSettledWords];
+    for (int tries = 0;; ++tries) {
+        const std::uint32_t before = g_settled_seq.load(std::memory_order_acquire);
+        if ((before & 1) != 0 && tries < kSettledTries) {
+            sys::cpu_relax();
+            continue;
+        }
+        for (std::size_t i = 0; i < kSettledWords; ++i)
+            words[i] = std::atomic_ref<std::uint64_t>(g_settled[i]).load(kRelaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (g_settled_seq.load(kRelaxed) == before || tries >= kSettledTries) break;
+    }
+    Settled out;
+    std::memcpy(&out, words, sizeof out);
+    return out;
+}
+
+void publish(const Settled& next) noexcept {
+    std::uint64_t words[kSettledWords] = {};
+    std::memcpy(words, &next, sizeof next);
+    const std::uint32_t seq = g_settled_seq.load(kRelaxed);
+    g_settled_seq.store(seq + 1, kRelaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (std::size_t i = 0; i < kSettledWords; ++i)
+        std::atomic_ref<std::uint64_t>(g_settled[i]).store(words[i], kRelaxed);
+    g_settled_seq.store(seq + 2, std::memory_order_release);
 }
 // Whose counters these are (a forked child without statistics keeps its
 // parent's until a reload turns them on: stats_resolve()).
@@ -131,7 +173,7 @@ constexpr std::uint64_t kSwitchRetryNs = 10'000'000;
 std::uint64_t stats_tick(std::uint64_t now) noexcept {
     bool wrote = false;
     {
-        const Settled& s = settled();
+        const Settled s = settled();
         if (s.period_ns != 0 && arm_at(s.first, g_anchor_ns, s.period_ns, now) != s.arm) {
             if (!try_lock_settings()) return now + kSwitchRetryNs;
             // The other arm first, then the line of the period that ended:
@@ -148,7 +190,7 @@ std::uint64_t stats_tick(std::uint64_t now) noexcept {
         }
     }
     // A switch's line is an interval line too: the next one an interval later.
-    const Settled& s = settled();
+    const Settled s = settled();
     if (s.interval_ns != 0 && (wrote || now >= g_next_line_ns.load(kRelaxed))) {
         if (!wrote) stats_write(StatsEvent::Interval);
         g_next_line_ns.store(now + s.interval_ns, kRelaxed);
@@ -222,7 +264,7 @@ void stats_after_fork() noexcept {
     // is the parent's): the pair switches together.
     if (!g_enabled.load(std::memory_order_acquire)) return;
     mark_start();
-    const Settled& s = settled();
+    const Settled s = settled();
     if (s.interval_ns == 0) return;
     const std::uint64_t now = sys::coarse_ns();
     g_next_line_ns.store(now + s.interval_ns, kRelaxed);
@@ -251,9 +293,8 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
     // The switchback schedule (ab_period) counts from here: at start-up,
     // the image's start.
     if (g_anchor_ns == 0) g_anchor_ns = now;
-    const int cur = g_current.load(std::memory_order_relaxed);
-    const Settled& prev = g_settled[cur];
-    Settled& next = g_settled[1 - cur];
+    const Settled prev = settled();
+    Settled next;
     next.config = options;
     next.first = settle_arm(prev.first, ab_configured, options, static_cast<std::uint32_t>(g_pid));
     next.period_ns =
@@ -267,7 +308,7 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
     // frequent reloads must not keep pushing the next line away.
     if (next.interval_ns != prev.interval_ns)
         g_next_line_ns.store(now + next.interval_ns, kRelaxed);
-    g_current.store(1 - cur, std::memory_order_release);
+    publish(next);
     g_enabled.store(!options.stats.empty(), std::memory_order_release);
     // Written only when there is a tick, or was one (Runtime: a page
     // written at start-up is a page fault in every process).
@@ -289,7 +330,7 @@ void write_line(StatsEvent event, Arm arm) noexcept {
     // A vfork child, or one made by clone() or _Fork() without fork's
     // handlers, shares or copied its parent's counters: not its to report.
     if (sys::raw(SYS_getpid) != g_pid) return;
-    const Settled& now = settled();
+    const Settled now = settled();
     StatsSnapshot snap;
     stats_snapshot(snap);
     StatsHeader h;
@@ -333,7 +374,7 @@ void stats_before_stderr_closes() noexcept {
     if (!g_enabled.load(std::memory_order_acquire) || g_warned.load(kRelaxed) ||
         sys::raw(SYS_getpid) != g_pid)
         return;
-    const Settled& now = settled();
+    const Settled now = settled();
     int fd;
     if (const int err = open_dest(now.dest, fd); err != 0) {
         warn_unwritable(now.dest, err);
