@@ -3,9 +3,10 @@
 // Each case (matrix_cases.cpp) is one command line run as a child in the
 // environment of each arm (ArmEnvironments in environment.h: the same hygiene as
 // bench pingpong), and measured from outside (matrix_run.cpp). Arms run
-// interleaved within a round, rounds one after another, so that a noisy
-// neighbour hits every arm alike; only medians are compared
-// (matrix_report.cpp).
+// interleaved within a round, each round starting one arm further on
+// (rotated_index), rounds one after another, so that a noisy neighbour, and
+// whatever the run before leaves behind, hits every arm alike; only medians
+// are compared (matrix_report.cpp).
 //
 // A case whose pipe traffic can be done within one thread (the ping-pongs,
 // dd | cat) also runs that floor once per round, after its arms (bench-worker
@@ -233,7 +234,8 @@ int bench_matrix(ArgCursor& cur) {
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t round = 0; round < a.rounds; ++round) {
         for (CaseRun& run : rep.runs) {
-            for (std::size_t i : rep.arms) {
+            for (std::size_t k = 0; k < rep.arms.size(); ++k) {
+                const std::size_t i = rep.arms[rotated_index(round, k, rep.arms.size())];
                 const Sample s = run_once(run, kArms[i], envs.of(kArms[i]));
                 run.arms[i].samples.push_back(s);
                 ++rep.run_count;

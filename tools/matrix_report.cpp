@@ -69,7 +69,8 @@ std::string header(const Report& rep) {
                           *rep.empty_library);
     md += fmt::format(
         "- {} round(s){}, each running every case in the arms {} (`PIPESPIN_MODE` for the "
-        "shim's), in that order; figures are medians\n",
+        "shim's), in that order rotated by one arm each round (round 2 starts with the "
+        "second); figures are medians\n",
         a.rounds, a.quick ? " with --quick (scaled-down) parameters" : "", arm_names(rep));
     md +=
         "- wall ratio = no-shim wall / arm wall (above 1: faster); CPU ratio = arm CPU / "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -19,6 +20,14 @@ constexpr std::optional<double> speedup_bound(double no_shim_wall_us, std::uint6
                                               double floor_us_per_op) {
     if (!(no_shim_wall_us > 0) || ops == 0 || !(floor_us_per_op > 0)) return std::nullopt;
     return no_shim_wall_us / static_cast<double>(ops) / floor_us_per_op;
+}
+
+// The place, within round `round` (from 0), of the arm listed at `index`
+// of `count`: each round starts one arm further on, so that no arm always
+// runs first (after the previous case's last arm) or last; over `count`
+// rounds each arm has each place once.
+constexpr std::size_t rotated_index(std::size_t round, std::size_t index, std::size_t count) {
+    return count == 0 ? 0 : (index + round) % count;
 }
 
 enum class Verdict { NotRun, Pass, Fail, Unreachable };

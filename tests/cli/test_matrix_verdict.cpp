@@ -80,3 +80,23 @@ TEST_CASE("a ping-pong's placement is what most of its CPU samples saw") {
     REQUIRE(placement_name(Placement::Spread) == "spread");
     REQUIRE(placement_name(Placement::Mixed) == "mixed");
 }
+
+TEST_CASE("each round starts one arm further on, and each arm has each place once") {
+    constexpr std::size_t n = 5;
+    for (std::size_t round = 0; round < n; ++round) {
+        bool seen[n] = {};
+        for (std::size_t k = 0; k < n; ++k) seen[rotated_index(round, k, n)] = true;
+        for (bool b : seen) REQUIRE(b);  // a permutation of the arms
+    }
+    // Round 0 runs the arms as listed; round 1 starts with the second.
+    REQUIRE(rotated_index(0, 0, n) == 0);
+    REQUIRE(rotated_index(1, 0, n) == 1);
+    REQUIRE(rotated_index(1, n - 1, n) == 0);
+    // Over n rounds, the arm listed first runs at each place (k) once.
+    bool first_arm_at[n] = {};
+    for (std::size_t round = 0; round < n; ++round)
+        for (std::size_t k = 0; k < n; ++k)
+            if (rotated_index(round, k, n) == 0) first_arm_at[k] = true;
+    for (bool b : first_arm_at) REQUIRE(b);
+    REQUIRE(rotated_index(3, 2, 0) == 0);
+}
