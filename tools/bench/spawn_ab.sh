@@ -2,8 +2,9 @@
 # What a process start costs with each of several preloaded libraries, side
 # by side: `pipespin bench-worker spawn N` (posix_spawn + wait of /bin/true,
 # µs per process) without a preload and with each LIB (PIPESPIN_MODE=off),
-# interleaved round after round. Prints per arm the median, what it adds to
-# no shim, and the range.
+# interleaved round after round, each round starting one arm further on (as
+# bench matrix does). Prints per arm the median, what it adds to no shim,
+# and the range.
 #   usage: tools/bench/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB [NAME=LIB ...]
 set -euo pipefail
 build=${1:?usage: spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB...}
@@ -16,12 +17,17 @@ unset LD_PRELOAD
 for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 samples=$(mktemp)
 trap 'rm -f "$samples"' EXIT
-for r in $(seq "$rounds"); do
-  echo "none $("$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
-  for v in "$@"; do
-    echo "${v%%=*} $(env LD_PRELOAD="${v#*=}" PIPESPIN_MODE=off "$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+arms=(none "$@")
+for r in $(seq 0 $((rounds - 1))); do
+  for k in "${!arms[@]}"; do
+    v=${arms[$(((k + r) % ${#arms[@]}))]}
+    if [ "$v" = none ]; then
+      echo "none $("$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+    else
+      echo "${v%%=*} $(env LD_PRELOAD="${v#*=}" PIPESPIN_MODE=off "$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+    fi
   done
-  echo "round $r/$rounds" >&2
+  echo "round $((r + 1))/$rounds" >&2
 done
 python3 - "$samples" <<'PY'
 import collections, statistics, sys
