@@ -231,7 +231,8 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         return;
     }
     const std::uint64_t t = now();
-    const std::uint64_t cost = epoch_cost(t - s.epoch_start_ns.load(kRelaxed), epoch_bytes);
+    const std::uint64_t elapsed = t - s.epoch_start_ns.load(kRelaxed);
+    const std::uint64_t cost = epoch_cost(elapsed, epoch_bytes);
     const bool never_waited = phase == Phase::TrySpin && s.epoch_waits.load(kRelaxed) == 0;
     if (calls < kEpochCalls && !never_waited) {
         // The other way's last cost is known and this epoch already costs
@@ -245,7 +246,6 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
         }
     }
     // The epoch is over.
-    const std::uint64_t started = s.epoch_start_ns.load(kRelaxed);
     s.epoch_calls.store(1, kRelaxed);
     s.epoch_bytes.store(0, kRelaxed);
     s.epoch_start_ns.store(t, kRelaxed);
@@ -256,7 +256,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
             s.cost_spin.store(cost, kRelaxed);
             if (never_waited) {
                 // It ran as a plain epoch would: what a call costs not spinning.
-                s.plain_call_ns.store(per_call_ns(t - started, calls - 1), kRelaxed);
+                s.plain_call_ns.store(per_call_ns(elapsed, calls - 1), kRelaxed);
                 decide(s, false);  // nothing to measure against
                 break;
             }
@@ -264,7 +264,7 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
             break;
         case Phase::TryPlain:
             s.cost_plain.store(cost, kRelaxed);
-            s.plain_call_ns.store(per_call_ns(t - started, calls - 1), kRelaxed);
+            s.plain_call_ns.store(per_call_ns(elapsed, calls - 1), kRelaxed);
             decide(s);
             break;
         case Phase::Spin:
