@@ -112,7 +112,7 @@ FdState* FdTable::live(Block& b, int fd) noexcept {
     return &s;
 }
 
-FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
+FdInfo FdTable::lookup_slow(int fd, Classifier classify) noexcept {
     Block* b = block(fd);
     if (b == nullptr) {
         if (classify == nullptr || fd < 0) return {};

@@ -127,8 +127,13 @@ struct FdBlock {
     FdPage page[kPages];
 
     // i: the fd's index in the block (0-511).
-    static constexpr int page_of(int i) noexcept { return i / FdPage::kFds; }
-    static constexpr int slot_of(int i) noexcept { return i % FdPage::kFds; }
+    // Unsigned: a multiply and a shift, where int division needs a sign fix-up.
+    static constexpr int page_of(int i) noexcept {
+        return static_cast<int>(static_cast<unsigned>(i) / FdPage::kFds);
+    }
+    static constexpr int slot_of(int i) noexcept {
+        return static_cast<int>(static_cast<unsigned>(i) % FdPage::kFds);
+    }
     std::atomic<std::uint64_t>& cls(int i) noexcept { return page[page_of(i)].cls[slot_of(i)]; }
     const std::atomic<std::uint64_t>& cls(int i) const noexcept {
         return page[page_of(i)].cls[slot_of(i)];
@@ -154,6 +159,11 @@ public:
     // classifier is given (a few syscalls, once per fd); with none, it is
     // left unknown (info.pipe() false).
     FdInfo lookup(int fd, Classifier classify) noexcept;
+    // lookup()'s answer where it takes a few loads and no call (every read
+    // and write asks): a known fd below 512 (not a pipe, or a pipe whose
+    // counters are this process's). Otherwise an info with a null cls:
+    // ask lookup().
+    FdInfo lookup_known(int fd) noexcept;
     // What the table knows about fd, without classifying or mapping
     // anything: a class word (0 when unknown).
     std::uint64_t peek(int fd) const noexcept;
@@ -225,6 +235,7 @@ private:
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
     // The fd's state, its counters made this process's.
     FdState* live(Block& b, int fd) noexcept;
+    FdInfo lookup_slow(int fd, Classifier classify) noexcept;
     void store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept;
     void become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept;
     // fn(block, first fd) for every mapped block.
@@ -254,6 +265,33 @@ private:
 std::uint32_t classify_fd(int fd) noexcept;
 
 // ---- implementation of the inline functions and templates -----------------
+
+inline FdInfo FdTable::lookup_known(int fd) noexcept {
+    // The first block is where nearly every process's pipes are.
+    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kBlockFds)) [[unlikely]]
+        return {};
+    Block* b = near_[0].load(std::memory_order_acquire);
+    if (b == nullptr) [[unlikely]]
+        return {};
+    std::atomic<std::uint64_t>& cls = b->cls(fd);
+    const std::uint64_t w = cls.load(std::memory_order_acquire);
+    constexpr std::uint32_t kKnownPipe = fdbits::kKnown | fdbits::kPipe;
+    const std::uint32_t what = static_cast<std::uint32_t>(w) & kKnownPipe;
+    if (what == fdbits::kKnown) return {nullptr, &cls, w};  // known, not a pipe
+    FdState& s = b->state(fd);
+    if (what == kKnownPipe &&
+        s.gen.load(std::memory_order_relaxed) == process_gen_.load(std::memory_order_relaxed))
+        [[likely]]
+        return {&s, &cls, w};
+    return {};
+}
+
+inline FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
+    const FdInfo known = lookup_known(fd);
+    if (known.cls != nullptr) [[likely]]
+        return known;
+    return lookup_slow(fd, classify);
+}
 
 inline std::uint64_t FdTable::watch_word(int fd, Dir dir) const noexcept {
     return static_cast<std::uint32_t>(fd) | (static_cast<std::uint64_t>(dir) << 32) | kWatchValid |

@@ -226,6 +226,23 @@ public:
     // on_call() after the real call then counts it. Asks the clock only at
     // the first and last call of a Plain epoch (kDriftFactor).
     static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept;
+    // The common call of a run of not spinning, inline: in adaptive mode
+    // (the caller's check), a fd in Plain, not hinted, neither the first
+    // call of its epoch (which may start the epoch's clock) nor the last
+    // (which ends it). budget_ns() would say 0 and count_early() would
+    // only count it, which this does (and returns true); otherwise it
+    // changes nothing and returns false. Most calls of a stream go this
+    // way: a few loads and one store, where the full path cost ~200
+    // instructions (docs/policy.md, "What it costs").
+    [[gnu::always_inline]] static bool count_plain_call(PolicyState& s) noexcept {
+        if (s.phase.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(Phase::Plain) ||
+            s.hint.load(std::memory_order_relaxed) != kHintNone)
+            return false;
+        const std::uint32_t calls = s.epoch_calls.load(std::memory_order_relaxed) + 1;
+        if (calls < 2 || calls >= kEpochCalls) return false;
+        s.epoch_calls.store(calls, std::memory_order_relaxed);
+        return true;
+    }
     // Whether a spin must first find a CPU free for the peer (the caller's
     // look at the run queue): in adaptive mode, unless the fd is hinted
     // (a hint says how to wait whatever the load, as fixed mode does).

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <random>
+#include <vector>
 
 #include "core/policy.h"
 
@@ -44,6 +45,11 @@ struct Sim {
     bool colocated = false;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
     std::uint64_t cut_short = 0;  // runs of not spinning ended before their last epoch
+    // As the engine's begin_io() does: try SpinPolicy::count_plain_call()
+    // first (adaptive mode, no statistics lines), and count how often it
+    // answered.
+    bool plain_inline = false;
+    std::uint64_t inline_calls = 0;
 
     Sim() { g_now = 1'000'000; }
 
@@ -52,6 +58,14 @@ struct Sim {
 
     // Returns whether the call spun.
     bool call(Step st, std::function<Step(bool)> const* by_mode = nullptr) {
+        if (plain_inline && p.mode == Mode::Adaptive && SpinPolicy::count_plain_call(s)) {
+            // Not spinning, counted: the call as a budget of 0 makes it.
+            if (by_mode) st = (*by_mode)(false);
+            ++calls;
+            ++inline_calls;
+            g_now += st.wait_ns == 0 ? call_ns : st.wait_ns + wake_ns + call_ns;
+            return false;
+        }
         const std::uint64_t budget = SpinPolicy::budget_ns(s, p, wake, *lane);
         const bool spinning = budget > SpinPolicy::kWatchOnly;
         if (spinning) max_budget = std::max(max_budget, budget);
@@ -583,6 +597,61 @@ TEST_CASE("the run-queue gate: adaptive, unhinted fds only, one look per period"
     s.set_hint(5000);
     CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
     CHECK(g_looks == looks);
+}
+
+namespace {
+
+// Every field of a PolicyState, as numbers, for comparing two.
+std::vector<std::uint64_t> fields_of(const PolicyState& s) {
+    std::vector<std::uint64_t> v;
+#define PIPESPIN_FIELD(type, name, what) v.push_back(static_cast<std::uint64_t>(s.name.load()));
+    PIPESPIN_POLICY_FIELDS(PIPESPIN_FIELD)
+#undef PIPESPIN_FIELD
+    v.push_back(s.hint.load());
+    return v;
+}
+
+// Runs of one kind of call (a stream that never waits, a ping-pong, a
+// sparse producer, a slow one), of random lengths, from one seed.
+std::vector<Step> mixed_workload(unsigned seed, std::size_t n) {
+    std::mt19937 rng(seed);
+    const Step kinds[] = {{0, 4096}, kShort, kSparse, {200 * kUs, 100}, {0, 100}};
+    std::vector<Step> out;
+    while (out.size() < n) {
+        const Step k = kinds[rng() % std::size(kinds)];
+        for (std::size_t len = 1 + rng() % 3000; len > 0 && out.size() < n; --len) out.push_back(k);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a plain call counted inline leaves the state as the full path does", "[policy]") {
+    // begin_io() answers most calls of a run of not spinning with
+    // count_plain_call() alone, never asking budget_ns() or count_early():
+    // the policy must not be able to tell.
+    const std::vector<Step> work = mixed_workload(15, 60'000);
+    std::vector<std::vector<std::uint64_t>> full_states;
+    std::uint64_t full_spins = 0;
+    {
+        Sim full;
+        for (const Step& st : work) {
+            full.call(st);
+            full_states.push_back(fields_of(full.s));
+        }
+        full_spins = full.spins;
+    }
+    Sim fast;
+    fast.plain_inline = true;
+    for (std::size_t i = 0; i < work.size(); ++i) {
+        fast.call(work[i]);
+        INFO("call " << i);
+        REQUIRE(fields_of(fast.s) == full_states[i]);
+    }
+    CHECK(fast.spins == full_spins);
+    // The inline path was taken, for most calls of the runs of not spinning.
+    CHECK(fast.inline_calls > work.size() / 4);
+    CHECK(full_spins > 0);
 }
 
 TEST_CASE("never_spins: any switch that stops every spin", "[policy]") {
