@@ -107,11 +107,11 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
 // off, the direction switched off, a plain phase, a pipe always ready)
 // makes no slow-path call: without this a process in mode off would never
 // report its interval lines or pick up a changed config file, and one that
-// never waited would never switch arms.
-void periodic_hooks(const IoCounters& c) noexcept {
-    if ((c.calls.load(std::memory_order_relaxed) & 15) != 0) [[likely]]
-        return;
-    slow_path_hooks();
+// never waited would never switch arms. A fd in a run of not spinning whose
+// calls begin_io() counts inline runs them from the calls it does not (the
+// first and last of each epoch: one in 32).
+bool due_periodic_hooks(const IoCounters& c) noexcept {
+    return (c.calls.load(std::memory_order_relaxed) & 15) == 0;
 }
 
 // A call on a tracked pipe that will not spin. Whatever it still has to
@@ -134,6 +134,20 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
     plan.ctr = nullptr;
 }
 
+// A call on a pipe in a run of not spinning (a stream's) is only counted:
+// in adaptive mode without statistics lines, SpinPolicy::count_plain_call()
+// says whether this is such a call, and counts it (true).
+bool plain_inline_on() noexcept {
+    return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Adaptive &&
+           !g_runtime.count_bytes.load(std::memory_order_relaxed);
+}
+
+[[gnu::always_inline]] inline bool count_plain(DirState& st) noexcept {
+    if (!plain_inline_on() || !SpinPolicy::count_plain_call(st.policy)) return false;
+    bump(st.calls);
+    return true;
+}
+
 // The first step of every read- or write-side wait (engine.h, Begun): the
 // fd's state and the budget now, or a null state when the real call is all
 // there is to do. begin_io() below answers the common calls inline.
@@ -141,7 +155,11 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
     const FdInfo info = table().lookup(fd, classifier());
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
-    periodic_hooks(st);
+    // The periodic hooks: one call in 16; in a run of not spinning, every
+    // call that comes here (begin_io() counts the others inline), which is
+    // the first and the last of each epoch of 64: one in 32.
+    if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline_on()))
+        slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
@@ -154,21 +172,14 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
 // call (where the full path, with its calls, cost ~200 instructions): a fd
 // that is not a pipe, and a call on a pipe in a run of not spinning (a
 // stream's), which would only be counted (SpinPolicy::count_plain_call).
-// Anything else, and the call in 16 that runs the periodic hooks, takes
-// begin_io_full().
+// Anything else takes begin_io_full(), which runs the periodic hooks.
 inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     if (n == 0 || g_runtime.inert.load(std::memory_order_relaxed)) return {};
     const FdInfo info = table().lookup_known(fd);
     if (info.cls != nullptr && !info.pipe()) return {};
     if (info.can(dir)) {
-        DirState& st = info.state->dir[static_cast<int>(dir)];
-        if ((st.calls.load(std::memory_order_relaxed) & 15) != 0 &&
-            g_runtime.mode.load(std::memory_order_relaxed) == Mode::Adaptive &&
-            !g_runtime.count_bytes.load(std::memory_order_relaxed) &&
-            SpinPolicy::count_plain_call(st.policy)) [[likely]] {
-            bump(st.calls);
+        if (count_plain(info.state->dir[static_cast<int>(dir)])) [[likely]]
             return {};
-        }
     }
     return begin_io_full(fd, dir);
 }
@@ -353,9 +364,9 @@ void count_wait(const Plan& plan, long result, bool watched) noexcept {
         ns = now - plan.t_call;
         // A timed read is the statistics tick's chance, at no cost but a
         // compare: a reader that adaptive mode keeps from spinning reaches
-        // the 16th call of periodic_hooks() only every 16 reads (16 s for a
-        // message a second), and its interval lines and A/B switches would
-        // lag that much. The fine clock is never behind the coarse one.
+        // the call in 16 that runs the periodic hooks only every 16 reads
+        // (16 s for a message a second), and its interval lines and A/B
+        // switches would lag that much. The fine clock is never behind the coarse one.
         if (now >= g_runtime.stats_next_ns.load(std::memory_order_relaxed)) maybe_stats_tick();
         if (plan.timed == Plan::Timed::Unlooked && ns < kPlainFloorNs) return;  // no wait
     } else {

@@ -59,7 +59,8 @@ struct Plan {
 //    switches of ab_period. Also checked, when a tick is registered, from
 //    one read or write in 16 per fd direction of any other kind (a process
 //    whose pipes are always ready, or that adaptive mode keeps from
-//    spinning, makes no slow-path call), and after every timed read
+//    spinning, makes no slow-path call; in a run of not spinning without
+//    statistics lines, one in 32: see begin_io()), and after every timed read
 //    (Plan::Timed), which has the clock in hand. Called once its deadline
 //    (coarse monotonic ns) has passed, it returns the next one (0: none);
 //  - live retuning every reload_ms: look for a changed config file and, if

@@ -247,10 +247,11 @@ private:
     static constexpr int kNearShift = 20;
     static constexpr int kNearBlocks = 1 << (kNearShift - kBlockShift);
     static constexpr int kFarDirs = 1 << (31 - kNearShift);
+    // Beside near_[0], on the cache line every lookup_known() reads.
+    std::atomic<std::uint32_t> process_gen_{0};
     std::atomic<Block*> near_[kNearBlocks] = {};
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
     std::atomic<int> blocks_{0};
-    std::atomic<std::uint32_t> process_gen_{0};
     ProcessCounters process_;
     // The first block (near_[0] once used), last (its untouched pages cost
     // nothing), at the first page boundary inside this storage: a block's
