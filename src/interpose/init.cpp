@@ -5,7 +5,8 @@
 // leaves the shim in plain pass-through with one warning; it never aborts or
 // exits the host. Nothing here allocates: a process with nothing to report
 // and no config file pays for a few getenv calls, one failed stat of
-// /etc/pipespin.conf and one sched_getaffinity.
+// /etc/pipespin.conf and, unless it is in mode off for good, one
+// sched_getaffinity.
 #include <pthread.h>
 #include <unistd.h>
 

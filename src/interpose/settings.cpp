@@ -39,7 +39,7 @@ PIPESPIN_COLD constinit char g_exe[4096] = {};
 constinit ProgramId g_program;
 constinit bool g_program_known = false;
 constinit FileStamp g_stamp;
-constinit int g_cpus = 1;
+constinit int g_cpus = 1;  // sched_getaffinity's count, once looked up (apply_options)
 // The file's text while it is parsed; untouched (no page) without a file.
 PIPESPIN_COLD char g_buf[kConfigMaxBytes + 1];
 
@@ -121,7 +121,6 @@ void reload() noexcept {
             Options options;
             OptionSources sources;
             resolve(options, sources);
-            store_if_changed(g_cpus, sys::usable_cpus());
             apply_options(options, sources);
             g_reloads.fetch_add(1, std::memory_order_relaxed);
             if (report::enabled(LogLevel::Info)) {
@@ -220,7 +219,6 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         g_path = g_path_buf;
     }
     if (any && capture_env(listed_env, &vars, g_env) != 0) g_env_any = true;
-    store_if_changed(g_cpus, sys::usable_cpus());
     resolve(options, sources);
     if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
 }
@@ -231,6 +229,12 @@ Arm apply_options(Options& options, const OptionSources& sources) noexcept {
     const Arm arm = stats_resolve(options, ab_configured);
     report::set_level(options.log());
     report::set_log_file(options.log_file.view());
+    // The usable CPUs matter only where something may spin: a process in
+    // mode off for good (no A/B period to switch it on) makes no
+    // sched_getaffinity, as it would make none without the shim. A debug
+    // line shows the count, so it is looked up then too.
+    if (options.mode() != Mode::Off || options.ab_period != 0 || options.log() >= LogLevel::Debug)
+        store_if_changed(g_cpus, sys::usable_cpus());
     configure(options, g_cpus);
     if (!options.stats.empty() || options.log() >= LogLevel::Info) counters_are_read();
     configure_signals(anything_spins());

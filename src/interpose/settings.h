@@ -42,7 +42,8 @@ void unlock_settings() noexcept;
 // For the exit report: how many reloads applied a changed file.
 unsigned reload_count() noexcept;
 
-// The usable CPUs (sched_getaffinity) the last resolution saw.
+// The usable CPUs (sched_getaffinity) the last resolution saw; 1 when no
+// resolution needed them yet (mode off for good, no debug lines).
 int usable_cpus_seen() noexcept;
 
 }  // namespace pipespin::interpose

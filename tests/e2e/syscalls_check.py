@@ -69,12 +69,13 @@ PID_CALLS = {"wait4", "waitid", "kill", "tgkill", "tkill", "pidfd_open"}
 # What loading libpipespin.so and its constructor may add to a start-up:
 # the loader opens, examines and maps the library; the constructor reads
 # its settings (the config file: stat, open, read; /proc/self/exe for
-# [program] sections; the run queue's CPUs) and its pid.
+# [program] sections) and its pid. Not the CPUs it may use
+# (sched_getaffinity): only a process that may spin needs them.
 # The loader also sizes the static TLS block with the shim's in it, so one
 # of its anonymous mmaps changes size: a start-up may differ in these calls
 # both ways.
 START_UP = {"openat", "read", "pread64", "fstat", "newfstatat", "statx", "mmap", "mprotect",
-            "munmap", "close", "readlinkat", "getpid", "geteuid", "sched_getaffinity"}
+            "munmap", "close", "readlinkat", "getpid", "geteuid"}
 
 
 tmp = tempfile.mkdtemp(prefix="pipespin-syscalls.")
