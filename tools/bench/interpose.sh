@@ -3,11 +3,13 @@
 # followed by a switch to another process (hackbench: 40-160 processes on a
 # few CPUs), measured side by side: no shim, the least possible wrapper
 # (tools/bench/minshim.c: a tail call to libc's read/write), and pipespin in
-# modes off and adaptive. Each round runs every arm once, interleaved;
-# medians of wall and CPU (user+sys of the command and its children), ratios
-# to no shim, and a 95% bootstrap interval of the wall ratio are printed as a
-# Markdown table.
-#   usage: tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
+# modes off and adaptive; with OTHER_BUILD set to another build directory,
+# that build's library in adaptive mode too (to compare two versions of the
+# shim in one run). Each round runs every arm once, interleaved, starting
+# one arm further on each round; medians of wall and CPU (user+sys of the
+# command and its children), ratios to no shim, and a 95% bootstrap
+# interval of the wall ratio are printed as a Markdown table.
+#   usage: [OTHER_BUILD=DIR] tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
 #   default CMD: hackbench -p -g 2 -l 500 (Debian's rt-tests)
 set -euo pipefail
 build=${1:-build}
@@ -18,6 +20,11 @@ cmd=("$@")
 [ ${#cmd[@]} -gt 0 ] || cmd=(hackbench -p -g 2 -l 500)
 lib=$(realpath "$build/lib/libpipespin.so")
 [ -f "$lib" ] || { echo "missing $lib: build first" >&2; exit 1; }
+other_lib=""
+if [ -n "${OTHER_BUILD:-}" ]; then
+  other_lib=$(realpath "$OTHER_BUILD/lib/libpipespin.so")
+  [ -f "$other_lib" ] || { echo "missing $other_lib: build it first" >&2; exit 1; }
+fi
 command -v "${cmd[0]}" >/dev/null || { echo "missing ${cmd[0]} (hackbench: apt-get install rt-tests)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
@@ -29,23 +36,26 @@ unset LD_PRELOAD
 for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
 arms=("no shim" "minimal wrapper" "pipespin off" "pipespin adaptive")
+[ -n "$other_lib" ] && arms+=("other build, adaptive")
 run_arm() {  # index -> "wall_s cpu_s"
   local pre=() t0 t1 times
   case $1 in
     1) pre=(LD_PRELOAD="$work/minshim.so") ;;
     2) pre=(LD_PRELOAD="$lib" PIPESPIN_CONFIG= PIPESPIN_MODE=off) ;;
     3) pre=(LD_PRELOAD="$lib" PIPESPIN_CONFIG= PIPESPIN_MODE=adaptive) ;;
+    4) pre=(LD_PRELOAD="$other_lib" PIPESPIN_CONFIG= PIPESPIN_MODE=adaptive) ;;
   esac
   t0=$(date +%s%N)
   times=$( { /usr/bin/time -f "%U %S" env "${pre[@]}" "${cmd[@]}" >/dev/null; } 2>&1 | tail -1)
   t1=$(date +%s%N)
   echo "$(( (t1 - t0) / 1000 )) $times"
 }
+n=${#arms[@]}
 for ((r = 0; r < rounds; r++)); do
-  for i in 0 1 2 3; do echo "$i $(run_arm "$i")"; done
+  for ((k = 0; k < n; k++)); do i=$(((k + r) % n)); echo "$i $(run_arm "$i")"; done
 done > "$work/samples"
 
-echo "Command: \`${cmd[*]}\`, $rounds rounds, arms interleaved; library $lib"
+echo "Command: \`${cmd[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on); library $lib${other_lib:+, other build $other_lib}"
 echo
 python3 - "$work/samples" "${arms[@]}" <<'PY'
 import random, statistics as st, sys
