@@ -366,7 +366,8 @@ void count_wait(const Plan& plan, long result, bool watched) noexcept {
         // compare: a reader that adaptive mode keeps from spinning reaches
         // the call in 16 that runs the periodic hooks only every 16 reads
         // (16 s for a message a second), and its interval lines and A/B
-        // switches would lag that much. The fine clock is never behind the coarse one.
+        // switches would lag that much. The fine clock is never behind the
+        // coarse one.
         if (now >= g_runtime.stats_next_ns.load(std::memory_order_relaxed)) maybe_stats_tick();
         if (plan.timed == Plan::Timed::Unlooked && ns < kPlainFloorNs) return;  // no wait
     } else {

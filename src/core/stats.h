@@ -65,7 +65,8 @@ struct IoCounters {
 // load and store, no locked instruction. Two threads on the same fd and
 // direction at the same instant may lose one increment; these are
 // statistics, and the counters the policy acts on are not affected.
-[[gnu::always_inline]] inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t by = 1) noexcept {
+[[gnu::always_inline]] inline void bump(std::atomic<std::uint64_t>& c,
+                                       std::uint64_t by = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
