@@ -10,6 +10,7 @@
 # (apt-get install valgrind; not a build dependency).
 #   usage: tools/bench/callcost.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-10000}
 lib=$(realpath "$build/lib/libpipespin.so")
@@ -18,11 +19,9 @@ empty=$(realpath "$build/lib/libpipespin-empty.so")
 command -v valgrind >/dev/null || { echo "missing valgrind (apt-get install valgrind)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+bench_scratch
 cc -O2 -o "$work/callcost" "$here/callcost.c"
-unset LD_PRELOAD
-for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+bench_clean_env
 
 instructions() {  # PRELOAD MODE PAIRS: instructions of the whole run
   local out="$work/cg.out"

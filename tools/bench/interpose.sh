@@ -12,6 +12,7 @@
 #   usage: [OTHER_BUILD=DIR] tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
 #   default CMD: hackbench -p -g 2 -l 500 (Debian's rt-tests)
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-15}
 shift $(($# < 2 ? $# : 2))
@@ -29,11 +30,9 @@ command -v "${cmd[0]}" >/dev/null || { echo "missing ${cmd[0]} (hackbench: apt-g
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+bench_scratch
 cc -O2 -shared -fPIC -o "$work/minshim.so" "$here/minshim.c" -ldl
-unset LD_PRELOAD
-for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+bench_clean_env
 
 arms=("no shim" "minimal wrapper" "pipespin off" "pipespin adaptive")
 [ -n "$other_lib" ] && arms+=("other build, adaptive")

@@ -4,12 +4,13 @@
 # medians and the difference are printed as a Markdown table.
 #   usage: tools/bench/overhead.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-9}
 lib=$(realpath "$build/lib/libpipespin.so")
 bin="$build/bin/pipespin-overhead"
 [ -x "$bin" ] || { echo "missing $bin: build first" >&2; exit 1; }
-unset LD_PRELOAD
+bench_clean_env
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 run_case() {  # name unit N

@@ -5,11 +5,12 @@
 # as a Markdown table.
 #   usage: tools/bench/probes.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-7}
 lib=$(realpath "$build/lib/libpipespin.so")
 command -v perf >/dev/null || { echo "perf is missing (Debian package linux-perf)" >&2; exit 1; }
-unset LD_PRELOAD
+bench_clean_env
 arms=(none nowait poll fionread)
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 run_arm() {  # arm command...

@@ -4,17 +4,19 @@
 # µs per process) without a preload and with each LIB (PIPESPIN_MODE=off),
 # interleaved round after round, each round starting one arm further on (as
 # bench matrix does). Prints per arm the median, what it adds to no shim,
-# and the range.
-#   usage: tools/bench/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB [NAME=LIB ...]
+# and the range. LOOP="fork 5000" times `bench-worker fork 5000` instead
+# (fork + _exit + wait, µs per fork: what a forked child costs).
+#   usage: [LOOP="spawn|fork N"] tools/bench/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB [NAME=LIB ...]
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:?usage: spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB...}
 rounds=${2:?rounds}
+read -r -a loop <<<"${LOOP:-spawn 1000}"
 shift 2
 [ $# -ge 1 ] || { echo "name at least one NAME=LIB" >&2; exit 2; }
 pipespin=$(realpath "$build/bin/pipespin")
 for v in "$@"; do [ -f "${v#*=}" ] || { echo "missing ${v#*=}" >&2; exit 1; }; done
-unset LD_PRELOAD
-for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+bench_clean_env
 samples=$(mktemp)
 trap 'rm -f "$samples"' EXIT
 arms=(none "$@")
@@ -22,21 +24,21 @@ for r in $(seq 0 $((rounds - 1))); do
   for k in "${!arms[@]}"; do
     v=${arms[$(((k + r) % ${#arms[@]}))]}
     if [ "$v" = none ]; then
-      echo "none $("$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+      echo "none $("$pipespin" bench-worker "${loop[@]}" | tail -1)" >>"$samples"
     else
-      echo "${v%%=*} $(env LD_PRELOAD="${v#*=}" PIPESPIN_MODE=off "$pipespin" bench-worker spawn 1000 | tail -1)" >>"$samples"
+      echo "${v%%=*} $(env LD_PRELOAD="${v#*=}" PIPESPIN_MODE=off "$pipespin" bench-worker "${loop[@]}" | tail -1)" >>"$samples"
     fi
   done
   echo "round $((r + 1))/$rounds" >&2
 done
-python3 - "$samples" <<'PY'
+python3 - "$samples" "${loop[0]}" <<'PY'
 import collections, statistics, sys
 d = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     name, us = line.split()
     d[name].append(float(us))
 base = statistics.median(d["none"])
-print("| arm | µs per process | added | range |")
+print(f"| arm | µs per {'fork' if sys.argv[2] == 'fork' else 'process'} | added | range |")
 print("|---|--:|--:|--:|")
 for name, v in d.items():
     m = statistics.median(v)

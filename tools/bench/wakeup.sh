@@ -10,6 +10,7 @@
 # compare two versions of the shim in one run.
 #   usage: tools/bench/wakeup.sh [BUILD_DIR] [ROUNDS] [READS] [OTHER_BUILD]
 set -euo pipefail
+. "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-9}
 reads=${3:-500}
@@ -24,11 +25,9 @@ fi
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "one usable CPU: nothing spins, nothing to compare" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+bench_scratch
 cc -O2 -o "$work/wakeup" "$here/wakeup.c"
-unset LD_PRELOAD
-for v in $(env | sed -n 's/^\(PIPESPIN_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+bench_clean_env
 arms=("no shim" "empty preload" "off" "adaptive" "adaptive spin_read=off")
 [ -n "$other" ] && arms+=("off, other" "adaptive, other")
 arm_env() {
