@@ -76,7 +76,7 @@ print("|---|--:|--:|--:|--:|")
 for i, n in enumerate(names):
     lo, hi = interval(wall[0], wall[i])
     print(f"| {n} | {st.median(wall[i]):.3f} s | {w0 / st.median(wall[i]):.3f} ({lo:.3f}-{hi:.3f}) "
-          f"| {st.median(cpu[i]):.3f} s | {st.median(cpu[i]) / c0:.3f} |")
+          f"| {st.median(cpu[i]):.3f} s | " + (f"{st.median(cpu[i]) / c0:.3f}" if c0 > 0 else "n/a") + " |")
 print()
 print("wall ratio = no-shim median / arm median (below 1: slower); CPU ratio = arm / no shim.")
 PY
