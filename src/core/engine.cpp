@@ -173,8 +173,8 @@ bool plain_inline_on() noexcept {
 // that is not a pipe, and a call on a pipe in a run of not spinning (a
 // stream's), which would only be counted (SpinPolicy::count_plain_call).
 // Anything else takes begin_io_full(), which runs the periodic hooks.
-inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
-    if (n == 0 || g_runtime.inert.load(std::memory_order_relaxed)) return {};
+// begin_tracked_io(): for a call io_untracked() let through.
+[[gnu::always_inline]] inline Begun begin_tracked_io(int fd, Dir dir) noexcept {
     const FdInfo info = table().lookup_known(fd);
     if (info.cls != nullptr && !info.pipe()) return {};
     if (info.can(dir)) {
@@ -182,6 +182,10 @@ inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
             return {};
     }
     return begin_io_full(fd, dir);
+}
+
+inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
+    return io_untracked(n) ? Begun{} : begin_tracked_io(fd, dir);
 }
 
 // The second step, from a non-null Begun: the plan that counts the call on
@@ -265,12 +269,12 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
 
 }  // namespace
 
-Begun begin_read(int fd, std::size_t n) noexcept {
-    return begin_io(fd, Dir::Read, n);
+Begun begin_read(int fd, std::size_t) noexcept {
+    return begin_tracked_io(fd, Dir::Read);
 }
 
-Begun begin_write(int fd, std::size_t n) noexcept {
-    return begin_io(fd, Dir::Write, n);
+Begun begin_write(int fd, std::size_t) noexcept {
+    return begin_tracked_io(fd, Dir::Write);
 }
 
 Plan continue_read(Begun b, int fd, void* buf, std::size_t n) {
@@ -294,11 +298,11 @@ bool may_spin(int fd, Dir dir) noexcept {
 }
 
 Plan before_read(int fd, void* buf, std::size_t n) {
-    return continue_read(begin_read(fd, n), fd, buf, n);
+    return continue_read(begin_io(fd, Dir::Read, n), fd, buf, n);
 }
 
 Plan before_write(int fd, const void* buf, std::size_t n) {
-    return continue_write(begin_write(fd, n), fd, buf, n);
+    return continue_write(begin_io(fd, Dir::Write, n), fd, buf, n);
 }
 
 Plan before_ready(int fd, Dir dir, Via via) {

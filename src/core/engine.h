@@ -127,6 +127,18 @@ struct Runtime {
     }
 };
 Runtime& runtime() noexcept;
+namespace engine {
+// The same object, for io_untracked() below (engine_runtime.cpp; hidden:
+// the shim reaches it directly, not through the GOT).
+__attribute__((visibility("hidden"))) extern constinit Runtime g_runtime;
+}  // namespace engine
+// A read or write that moves no bytes, or any call of an inert process
+// (Runtime::inert: mode off with nothing to report), is the real call
+// alone. Inline, so that the wrappers test it before anything else of the
+// shim's runs.
+inline bool io_untracked(std::size_t n) noexcept {
+    return n == 0 || engine::g_runtime.inert.load(std::memory_order_relaxed);
+}
 // The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;
 // pipe()/pipe2() made these fds: the table records them (not in an inert
@@ -164,6 +176,8 @@ struct Begun {
     // that looks but does not spin); 0: none, count the call after it.
     std::uint64_t budget = 0;
 };
+// For a call that io_untracked(n) has let through (the caller tests it:
+// a read of 0 bytes must never spin).
 Begun begin_read(int fd, std::size_t n) noexcept;
 Begun begin_write(int fd, std::size_t n) noexcept;
 Plan continue_read(Begun b, int fd, void* buf, std::size_t n);

@@ -67,6 +67,7 @@ namespace {
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
+    if (io_untracked(n)) return real_read(fd, buf, n);
     const Begun b = begin_read(fd, n);
     if (b.state == nullptr) [[likely]]
         return real_read(fd, buf, n);
@@ -76,6 +77,7 @@ inline ssize_t do_read(int fd, void* buf, size_t n) {
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
+    if (io_untracked(n)) return real_write(fd, buf, n);
     const Begun b = begin_write(fd, n);
     if (b.state == nullptr) [[likely]]
         return real_write(fd, buf, n);

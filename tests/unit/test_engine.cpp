@@ -125,7 +125,7 @@ TEST_CASE("engine: off mode that nobody observes does nothing at all", "[engine]
     Plan plan = before_read(p.fds[0], &c, 1);
     CHECK(plan.action == Plan::Action::Call);
     CHECK(plan.dir == nullptr);
-    CHECK(begin_read(p.fds[0], 1).state == nullptr);
+    CHECK(io_untracked(1));  // the read and write wrappers go no further
     CHECK(before_ready(p.fds[0], Dir::Read, Via::Stdio).dir == nullptr);
     CHECK(p.reader().calls.load() == 0);
     // An fd never seen before is not even classified (fstat, fcntl).
@@ -141,6 +141,8 @@ TEST_CASE("engine: off mode that nobody observes does nothing at all", "[engine]
     o.mode_v = static_cast<std::uint32_t>(Mode::Off);
     configure(o, 4096);
     CHECK_FALSE(runtime().inert.load());
+    CHECK_FALSE(io_untracked(1));
+    CHECK(io_untracked(0));  // a read of nothing never waits
     before_read(p.fds[0], &c, 1);
     CHECK(p.reader().calls.load() == 1);
 }
