@@ -64,24 +64,35 @@ namespace {
 // libc returns straight to the program. No local here may have its address
 // taken, or the compiler cannot make them tail calls (tests/e2e/
 // check_tailcalls.sh looks at the machine code).
+// A call the engine looks at (engaged, and not io_untracked()): its first
+// step, then the real call or the wait. Apart from do_read() and
+// do_write(), so that their other paths, all tail calls, save no register.
+[[gnu::noinline]] ssize_t read_tracked(int fd, void* buf, size_t n) {
+    const Begun b = begin_read(fd, n);
+    if (b.state == nullptr) [[likely]]
+        return real_read.tail_call(fd, buf, n);
+    return read_waiting(b, fd, buf, n);
+}
+
+[[gnu::noinline]] ssize_t write_tracked(int fd, const void* buf, size_t n) {
+    const Begun b = begin_write(fd, n);
+    if (b.state == nullptr) [[likely]]
+        return real_write.tail_call(fd, buf, n);
+    return write_waiting(b, fd, buf, n);
+}
+
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
-    if (io_untracked(n)) return real_read(fd, buf, n);
-    const Begun b = begin_read(fd, n);
-    if (b.state == nullptr) [[likely]]
-        return real_read(fd, buf, n);
-    return read_waiting(b, fd, buf, n);
+    if (io_untracked(n)) return real_read.tail_call(fd, buf, n);
+    return read_tracked(fd, buf, n);
 }
 
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
-    if (io_untracked(n)) return real_write(fd, buf, n);
-    const Begun b = begin_write(fd, n);
-    if (b.state == nullptr) [[likely]]
-        return real_write(fd, buf, n);
-    return write_waiting(b, fd, buf, n);
+    if (io_untracked(n)) return real_write.tail_call(fd, buf, n);
+    return write_tracked(fd, buf, n);
 }
 
 int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {

@@ -49,8 +49,24 @@ public:
     }
     // Used as the pointer itself: a call, a comparison with nullptr.
     operator Fn() const noexcept { return get(); }
+    // A call, with the first use's resolution out of line: a wrapper whose
+    // every path is a tail call then saves no register for it (read and
+    // write: the call most programs make most). For a name libc has.
+    template <class... A>
+    auto tail_call(A... a) const noexcept {
+        void* p = slot.load(std::memory_order_acquire);
+        if (p == nullptr) [[unlikely]]
+            return resolving_call(a...);
+        return reinterpret_cast<Fn>(p)(a...);
+    }
 
     std::atomic<void*> slot{nullptr};
+
+private:
+    template <class... A>
+    [[gnu::noinline]] static auto resolving_call(A... a) noexcept {
+        return reinterpret_cast<Fn>(resolve_hook(H))(a...);
+    }
 };
 
 #define PIPESPIN_HOOK(ret, name, params) \

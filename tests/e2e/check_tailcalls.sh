@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Case tailcalls: read, __read_chk and write pass every call on in tail
-# position (a jmp, never a call and a return), so that libc's read and write
-# return straight to the program and nothing of the shim runs after the
-# syscall (docs/policy.md, "What it costs"). The only calls they may make are
-# to the cheap first step (begin_read, begin_write), to __chk_fail, and to
-# resolve_hook (the real function's resolution, once per process).
+# Case tailcalls: read, __read_chk and write, and read_tracked and
+# write_tracked where they pass the calls the engine looks at, pass every
+# call on in tail position (a jmp, never a call and a return), so that
+# libc's read and write return straight to the program and nothing of the
+# shim runs after the syscall (docs/policy.md, "What it costs"). The only
+# calls they may make are to the cheap first step (begin_read, begin_write),
+# to __chk_fail, and to resolve_hook (the real function's resolution, once
+# per process).
 # A local whose address is taken, or work after the real call, turns the
 # jump into a call: this looks at the machine code to catch that.
 #
@@ -19,8 +21,13 @@ case $build_type in
 esac
 code=$("$objdump" -d --no-show-raw-insn -C "$lib") || { echo "FAIL: $objdump -d $lib" >&2; exit 1; }
 status=0
-for fn in read __read_chk write; do
-  body=$(awk -v f="<$fn>:" '$2 == f {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
+for fn in read __read_chk write "(anonymous namespace)::read_tracked(" \
+          "(anonymous namespace)::write_tracked("; do
+  if [[ $fn == *"("* ]]; then  # a demangled C++ name: its symbol line contains it
+    body=$(awk -v f="<$fn" 'index($0, f) && /:$/ {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
+  else
+    body=$(awk -v f="<$fn>:" '$2 == f {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
+  fi
   if [[ -z $body ]]; then
     echo "FAIL: no function $fn in $lib" >&2
     status=1
