@@ -64,9 +64,11 @@ namespace {
 // libc returns straight to the program. No local here may have its address
 // taken, or the compiler cannot make them tail calls (tests/e2e/
 // check_tailcalls.sh looks at the machine code).
-// A call the engine looks at (engaged, and not io_untracked()): its first
-// step, then the real call or the wait. Apart from do_read() and
-// do_write(), so that their other paths, all tail calls, save no register.
+//
+// read_tracked, write_tracked: a call the engine looks at (engaged, and not
+// io_untracked()): its first step, then the real call or the wait. Apart
+// from do_read() and do_write(), so that their other paths, all tail
+// calls, save no register.
 [[gnu::noinline]] ssize_t read_tracked(int fd, void* buf, size_t n) {
     const Begun b = begin_read(fd, n);
     if (b.state == nullptr) [[likely]]
