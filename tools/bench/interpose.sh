@@ -4,12 +4,12 @@
 # few CPUs), measured side by side: no shim, the least possible wrapper
 # (tools/bench/minshim.c: a tail call to libc's read/write), and pipespin in
 # modes off and adaptive; with OTHER_BUILD set to another build directory,
-# that build's library in adaptive mode too (to compare two versions of the
-# shim in one run). Each round runs every arm once, interleaved, starting
+# that build's library too, in adaptive mode or OTHER_MODE (to compare two
+# versions of the shim in one run). Each round runs every arm once, interleaved, starting
 # one arm further on each round; medians of wall and CPU (user+sys of the
 # command and its children), ratios to no shim, and a 95% bootstrap
 # interval of the wall ratio are printed as a Markdown table.
-#   usage: [OTHER_BUILD=DIR] tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
+#   usage: [OTHER_BUILD=DIR [OTHER_MODE=off|fixed|adaptive]] tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
 #   default CMD: hackbench -p -g 2 -l 500 (Debian's rt-tests)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -35,14 +35,15 @@ cc -O2 -shared -fPIC -o "$work/minshim.so" "$here/minshim.c" -ldl
 bench_clean_env
 
 arms=("no shim" "minimal wrapper" "pipespin off" "pipespin adaptive")
-[ -n "$other_lib" ] && arms+=("other build, adaptive")
+other_mode=${OTHER_MODE:-adaptive}
+[ -n "$other_lib" ] && arms+=("other build, $other_mode")
 run_arm() {  # index -> "wall_s cpu_s"
   local pre=() t0 t1 times
   case $1 in
     1) pre=(LD_PRELOAD="$work/minshim.so") ;;
     2) pre=(LD_PRELOAD="$lib" PIPESPIN_CONFIG= PIPESPIN_MODE=off) ;;
     3) pre=(LD_PRELOAD="$lib" PIPESPIN_CONFIG= PIPESPIN_MODE=adaptive) ;;
-    4) pre=(LD_PRELOAD="$other_lib" PIPESPIN_CONFIG= PIPESPIN_MODE=adaptive) ;;
+    4) pre=(LD_PRELOAD="$other_lib" PIPESPIN_CONFIG= PIPESPIN_MODE="$other_mode") ;;
   esac
   t0=$(date +%s%N)
   times=$( { /usr/bin/time -f "%U %S" env "${pre[@]}" "${cmd[@]}" >/dev/null; } 2>&1 | tail -1)
