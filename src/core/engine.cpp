@@ -134,14 +134,16 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
     plan.ctr = nullptr;
 }
 
-// A call on a pipe in a run of not spinning (a stream's) is only counted:
-// in adaptive mode without statistics lines, SpinPolicy::count_plain_call()
-// says whether this is such a call, and counts it (true).
+// Calls of a run of not spinning are counted inline: in adaptive mode,
+// without statistics lines (which count bytes, after the call).
 bool plain_inline_on() noexcept {
     return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Adaptive &&
            !g_runtime.count_bytes.load(std::memory_order_relaxed);
 }
 
+// A call on a pipe in a run of not spinning (a stream's) is only counted:
+// SpinPolicy::count_plain_call() says whether this is such a call, and
+// counts it (true).
 [[gnu::always_inline]] inline bool count_plain(DirState& st) noexcept {
     if (!plain_inline_on() || !SpinPolicy::count_plain_call(st.policy)) return false;
     bump(st.calls);
@@ -269,11 +271,11 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
 
 }  // namespace
 
-Begun begin_read(int fd, std::size_t) noexcept {
+Begun begin_read(int fd) noexcept {
     return begin_tracked_io(fd, Dir::Read);
 }
 
-Begun begin_write(int fd, std::size_t) noexcept {
+Begun begin_write(int fd) noexcept {
     return begin_tracked_io(fd, Dir::Write);
 }
 

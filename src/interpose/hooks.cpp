@@ -70,14 +70,14 @@ namespace {
 // from do_read() and do_write(), so that their other paths, all tail
 // calls, save no register.
 [[gnu::noinline]] ssize_t read_tracked(int fd, void* buf, size_t n) {
-    const Begun b = begin_read(fd, n);
+    const Begun b = begin_read(fd);
     if (b.state == nullptr) [[likely]]
         return real_read.tail_call(fd, buf, n);
     return read_waiting(b, fd, buf, n);
 }
 
 [[gnu::noinline]] ssize_t write_tracked(int fd, const void* buf, size_t n) {
-    const Begun b = begin_write(fd, n);
+    const Begun b = begin_write(fd);
     if (b.state == nullptr) [[likely]]
         return real_write.tail_call(fd, buf, n);
     return write_waiting(b, fd, buf, n);
