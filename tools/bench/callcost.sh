@@ -13,9 +13,8 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-10000}
-lib=$(realpath "$build/lib/libpipespin.so")
-empty=$(realpath "$build/lib/libpipespin-empty.so")
-[ -f "$lib" ] && [ -f "$empty" ] || { echo "missing $lib or $empty: build first" >&2; exit 1; }
+lib=$(bench_built "$build" lib/libpipespin.so)
+empty=$(bench_built "$build" lib/libpipespin-empty.so)
 command -v valgrind >/dev/null || { echo "missing valgrind (apt-get install valgrind)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)

@@ -13,3 +13,11 @@ bench_scratch() {
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 }
+
+# The full path of what a build made (BUILD_DIR/REL), or the script stops
+# saying so: lib=$(bench_built "$build" lib/libpipespin.so).
+bench_built() {
+  local f
+  f=$(realpath "$1/$2" 2>/dev/null) && [ -e "$f" ] || { echo "missing $1/$2: build it first" >&2; exit 1; }
+  echo "$f"
+}

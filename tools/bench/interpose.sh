@@ -19,13 +19,9 @@ shift $(($# < 2 ? $# : 2))
 [ "${1:-}" = "--" ] && shift
 cmd=("$@")
 [ ${#cmd[@]} -gt 0 ] || cmd=(hackbench -p -g 2 -l 500)
-lib=$(realpath "$build/lib/libpipespin.so")
-[ -f "$lib" ] || { echo "missing $lib: build first" >&2; exit 1; }
+lib=$(bench_built "$build" lib/libpipespin.so)
 other_lib=""
-if [ -n "${OTHER_BUILD:-}" ]; then
-  other_lib=$(realpath "$OTHER_BUILD/lib/libpipespin.so")
-  [ -f "$other_lib" ] || { echo "missing $other_lib: build it first" >&2; exit 1; }
-fi
+[ -n "${OTHER_BUILD:-}" ] && other_lib=$(bench_built "$OTHER_BUILD" lib/libpipespin.so)
 command -v "${cmd[0]}" >/dev/null || { echo "missing ${cmd[0]} (hackbench: apt-get install rt-tests)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }

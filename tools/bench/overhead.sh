@@ -7,9 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-9}
-lib=$(realpath "$build/lib/libpipespin.so")
-bin="$build/bin/pipespin-overhead"
-[ -x "$bin" ] || { echo "missing $bin: build first" >&2; exit 1; }
+lib=$(bench_built "$build" lib/libpipespin.so)
+bin=$(bench_built "$build" bin/pipespin-overhead)
 bench_clean_env
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 

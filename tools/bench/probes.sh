@@ -8,7 +8,7 @@ set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}
 rounds=${2:-7}
-lib=$(realpath "$build/lib/libpipespin.so")
+lib=$(bench_built "$build" lib/libpipespin.so)
 command -v perf >/dev/null || { echo "perf is missing (Debian package linux-perf)" >&2; exit 1; }
 bench_clean_env
 arms=(none nowait poll fionread)

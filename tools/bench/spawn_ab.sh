@@ -14,7 +14,7 @@ rounds=${2:?rounds}
 read -r -a loop <<<"${LOOP:-spawn 1000}"
 shift 2
 [ $# -ge 1 ] || { echo "name at least one NAME=LIB" >&2; exit 2; }
-pipespin=$(realpath "$build/bin/pipespin")
+pipespin=$(bench_built "$build" bin/pipespin)
 lib_of() { local l=${1#*=}; echo "${l%@*}"; }
 mode_of() { local l=${1#*=}; [ "$l" != "${l%@*}" ] && echo "${l##*@}" || echo "${MODE:-off}"; }
 for v in "$@"; do [ -f "$(lib_of "$v")" ] || { echo "missing $(lib_of "$v")" >&2; exit 1; }; done

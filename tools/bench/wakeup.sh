@@ -15,13 +15,9 @@ build=${1:-build}
 rounds=${2:-9}
 reads=${3:-500}
 other=${4:-}
-lib=$(realpath "$build/lib/libpipespin.so")
-empty=$(realpath "$build/lib/libpipespin-empty.so")
-[ -f "$lib" ] && [ -f "$empty" ] || { echo "missing $lib or $empty: build first" >&2; exit 1; }
-if [ -n "$other" ]; then
-  other_lib=$(realpath "$other/lib/libpipespin.so")
-  [ -f "$other_lib" ] || { echo "missing $other_lib: build it first" >&2; exit 1; }
-fi
+lib=$(bench_built "$build" lib/libpipespin.so)
+empty=$(bench_built "$build" lib/libpipespin-empty.so)
+[ -n "$other" ] && other_lib=$(bench_built "$other" lib/libpipespin.so)
 command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "one usable CPU: nothing spins, nothing to compare" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
