@@ -57,6 +57,8 @@ int control_fd_hint(int fd, int dirs, int budget_us) noexcept {
     // Closed meanwhile, or no memory for the table's block.
     if (!info.pipe()) return sys::getfl(fd) < 0 ? -EBADF : -ENOMEM;
     const std::uint32_t hint = hint_of(budget_us);
+    // A hinted fd is not counted on the fast lane (SpinPolicy::inline_run).
+    table.settle_fast(fd, *info.state);
     for (Dir d : {Dir::Read, Dir::Write})
         if (dirs & (1 << static_cast<int>(d)))
             info.state->dir[static_cast<int>(d)].policy.set_hint(hint);

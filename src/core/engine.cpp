@@ -108,7 +108,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
 // makes no slow-path call: without this a process in mode off would never
 // report its interval lines or pick up a changed config file, and one that
 // never waited would never switch arms. A fd in a run of not spinning whose
-// calls begin_io() counts inline runs them from the calls it does not (the
+// calls the fast lane counts runs them from the calls it does not (the
 // first and last of each epoch: one in 32).
 bool due_periodic_hooks(const IoCounters& c) noexcept {
     return (c.calls.load(std::memory_order_relaxed) & 15) == 0;
@@ -134,60 +134,58 @@ void settle_plan(Plan& plan, DirState& st, const PolicyParams& params) noexcept 
     plan.ctr = nullptr;
 }
 
-// Calls of a run of not spinning are counted inline: in adaptive mode,
-// without statistics lines (which count bytes, after the call).
+// Calls of a run of not spinning are counted on the fast lane
+// (fd_table.h): in adaptive mode, without statistics lines (which count
+// bytes, after the call).
 bool plain_inline_on() noexcept {
     return g_runtime.mode.load(std::memory_order_relaxed) == Mode::Adaptive &&
            !g_runtime.count_bytes.load(std::memory_order_relaxed);
 }
 
-// A call on a pipe in a run of not spinning (a stream's) is only counted:
-// SpinPolicy::count_plain_call() says whether this is such a call, and
-// counts it (true).
-[[gnu::always_inline]] inline bool count_plain(DirState& st) noexcept {
-    if (!plain_inline_on() || !SpinPolicy::count_plain_call(st.policy)) return false;
-    bump(st.calls);
-    return true;
-}
-
-// The first step of every read- or write-side wait (engine.h, Begun): the
-// fd's state and the budget now, or a null state when the real call is all
-// there is to do. begin_io() below answers the common calls inline.
+// The first step of every read- or write-side wait (engine.h, Begun) that
+// the fast lane did not count: the fd's state and the budget now, or a null
+// state when the real call is all there is to do.
 [[gnu::noinline]] Begun begin_io_full(int fd, Dir dir) noexcept {
     const FdInfo info = table().lookup(fd, classifier());
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
+    // What the fd's lane counted, before anything reads the epoch.
+    if (const std::uint32_t n = table().take_fast(fd, dir)) {
+        bump(st.calls, n);
+        SpinPolicy::settle_inline(st.policy, n);
+    }
     // The periodic hooks: one call in 16; in a run of not spinning, every
-    // call that comes here (begin_io() counts the others inline), which is
-    // the first and the last of each epoch of 64: one in 32.
-    if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline_on()))
+    // call that comes here (the fast lane counts the others), which is the
+    // first and the last of each epoch of 64: one in 32.
+    const bool plain_inline = plain_inline_on();
+    if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline))
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
     const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     if (budget != 0) return {info.state, budget};
-    if (settle_early(st, params)) return {};
-    return {info.state, 0};
+    if (!settle_early(st, params)) return {info.state, 0};
+    // Counted: if the run of not spinning goes on, the fast lane counts
+    // the calls up to its epoch's last.
+    if (plain_inline)
+        if (const std::uint32_t n = SpinPolicy::inline_run(st.policy))
+            table().arm_fast(fd, dir, n);
+    return {};
 }
 
-// What most reads and writes come to, with a few loads, one store and no
-// call (where the full path, with its calls, cost ~200 instructions): a fd
-// that is not a pipe, and a call on a pipe in a run of not spinning (a
-// stream's), which would only be counted (SpinPolicy::count_plain_call).
-// Anything else takes begin_io_full(), which runs the periodic hooks.
+// What most reads and writes come to: a fd that is not a pipe, answered
+// from its class word with a few loads and no call (the calls the fast
+// lane counts never get here: the wrappers ask io_counted_fast() first).
+// Anything else takes begin_io_full().
 // begin_tracked_io(): for a call io_untracked() let through.
 [[gnu::always_inline]] inline Begun begin_tracked_io(int fd, Dir dir) noexcept {
     const FdInfo info = table().lookup_known(fd);
     if (info.cls != nullptr && !info.pipe()) return {};
-    if (info.can(dir)) {
-        if (count_plain(info.state->dir[static_cast<int>(dir)])) [[likely]]
-            return {};
-    }
     return begin_io_full(fd, dir);
 }
 
 inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
-    return io_untracked(n) ? Begun{} : begin_tracked_io(fd, dir);
+    return io_untracked(n) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir);
 }
 
 // The second step, from a non-null Begun: the plan that counts the call on

@@ -60,8 +60,8 @@ struct Plan {
 //    one read or write in 16 per fd direction of any other kind (a process
 //    whose pipes are always ready, or that adaptive mode keeps from
 //    spinning, makes no slow-path call; in a run of not spinning without
-//    statistics lines, one in 32: see begin_io()), and after every timed read
-//    (Plan::Timed), which has the clock in hand. Called once its deadline
+//    statistics lines, one in 32: see begin_io_full() in engine.cpp), and
+//    after every timed read (Plan::Timed), which has the clock in hand. Called once its deadline
 //    (coarse monotonic ns) has passed, it returns the next one (0: none);
 //  - live retuning every reload_ms: look for a changed config file and, if
 //    it changed, apply it (configure()).
@@ -128,9 +128,11 @@ struct Runtime {
 };
 Runtime& runtime() noexcept;
 namespace engine {
-// The same object, for io_untracked() below (engine_runtime.cpp; hidden:
-// the shim reaches it directly, not through the GOT).
+// The same object, and the process's fd table, for io_untracked() and
+// io_counted_fast() below (engine_runtime.cpp; hidden: the shim reaches
+// them directly, not through the GOT).
 __attribute__((visibility("hidden"))) extern constinit Runtime g_runtime;
+__attribute__((visibility("hidden"))) extern constinit FdTable g_table;
 }  // namespace engine
 // A read or write that moves no bytes, or any call of an inert process
 // (Runtime::inert: mode off with nothing to report), is the real call
@@ -138,6 +140,13 @@ __attribute__((visibility("hidden"))) extern constinit Runtime g_runtime;
 // shim's runs.
 inline bool io_untracked(std::size_t n) noexcept {
     return n == 0 || engine::g_runtime.inert.load(std::memory_order_relaxed);
+}
+// A call on a pipe in a run of not spinning, counted here and now on the
+// fd's fast lane (FdTable::count_fast(): a load, a compare and a store):
+// nothing else of the shim's is left to do for it but the real call. The
+// wrappers ask it after io_untracked(), before they call into the engine.
+inline bool io_counted_fast(int fd, Dir dir) noexcept {
+    return engine::g_table.count_fast(fd, dir);
 }
 // The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;

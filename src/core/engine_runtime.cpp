@@ -80,6 +80,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     // would fault in a page of it that the process may never use.
     const bool learnt = g_runtime.configured.load(std::memory_order_relaxed);
     update(g_runtime.configured, true);
+    // The fast lanes count calls that the old settings said need only be
+    // counted: settle them, and let the next call of each fd decide anew.
+    if (learnt && table().blocks_mapped() != 0) table().void_fast();
     if (learnt && (mode_changed || ceiling_changed) && table().blocks_mapped() != 0) {
         // What adaptive mode measured was under other settings. Threads in
         // a call meanwhile may write a stale field back: that costs one

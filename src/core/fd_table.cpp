@@ -155,7 +155,15 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     // closing the fds it inherited touches no page of their state.
     FdState& s = b->state(index_in_block(fd));
     if (static_cast<std::uint32_t>(w) & fdbits::kHasAux) s.aux.store(0, kRelaxed);
-    if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
+    const bool ours = is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed);
+    // The number's fast lanes count nothing for its next occupant.
+    if (ours) {
+        settle_fast(fd, s);
+    } else {
+        take_fast(fd, Dir::Read);
+        take_fast(fd, Dir::Write);
+    }
+    if (ours) {
         // What the fd counted so far belongs to the process, not to whatever
         // the number names next. A call racing with the close may still
         // count into the state after this: it is then folded with the next
@@ -281,14 +289,56 @@ void FdTable::snapshot(StatsSnapshot& out) noexcept {
     out = StatsSnapshot{};
     process().add_to(out);
     const std::uint32_t g = process_gen_.load(kRelaxed);
-    for_each_state([&](int, std::uint64_t w, FdState& s) {
+    for_each_state([&](int fd, std::uint64_t w, FdState& s) {
         if (s.gen.load(kRelaxed) != g) return;
-        for (int d = 0; d < 2; ++d) out.at(kind_of(w), static_cast<StatDir>(d)) += s.dir[d].load();
+        for (int d = 0; d < 2; ++d) {
+            Counters c = s.dir[d].load();
+            if (const auto* lane = fast_lane(fd, static_cast<Dir>(d)))
+                c.calls += fast_pending(lane->load(kRelaxed));
+            out.at(kind_of(w), static_cast<StatDir>(d)) += c;
+        }
     });
 }
 
 void FdTable::new_process() noexcept {
     process_gen_.fetch_add(1, kRelaxed);
+    // What the lanes counted was the parent's, as its counters were.
+    fast_tag_.fetch_add(1, kRelaxed);
+}
+
+void FdTable::arm_fast(int fd, Dir d, std::uint32_t n) noexcept {
+    std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
+    if (lane == nullptr || n == 0 || n > kFastMax) return;
+    const std::uint32_t tag = fast_tag_.load(kRelaxed) & 0xffff;
+    lane->store(tag << 16 | n << 8 | n, kRelaxed);
+}
+
+std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
+    std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
+    if (lane == nullptr) return 0;
+    const std::uint32_t v = lane->load(kRelaxed);
+    if (v == 0) return 0;  // no store: after fork, a write is a page copied
+    lane->store(0, kRelaxed);
+    return fast_pending(v);
+}
+
+void FdTable::settle_fast(int fd, FdState& s) noexcept {
+    for (Dir d : {Dir::Read, Dir::Write}) {
+        const std::uint32_t n = take_fast(fd, d);
+        if (n == 0) continue;
+        DirState& st = s.dir[static_cast<int>(d)];
+        bump(st.calls, n);
+        SpinPolicy::settle_inline(st.policy, n);
+    }
+}
+
+void FdTable::void_fast() noexcept {
+    const std::uint32_t g = process_gen_.load(kRelaxed);
+    // A parent's lanes are void already (new_process()).
+    for_each_state([&](int fd, std::uint64_t, FdState& s) {
+        if (s.gen.load(kRelaxed) == g) settle_fast(fd, s);
+    });
+    fast_tag_.fetch_add(1, kRelaxed);
 }
 
 std::uint32_t classify_fd(int fd) noexcept {

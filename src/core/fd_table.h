@@ -32,6 +32,19 @@
 // written for the child at fork: counters are tagged with the process
 // generation they belong to (new_process() bumps it), and a pipe's counters
 // from the parent read as zero until the child first uses that fd.
+//
+// The fast lane: most calls on a pipe in a run of not spinning (a stream's:
+// SpinPolicy::inline_run()) need nothing of the shim but to be counted. The
+// engine arms a lane for the next n such calls of a fd and direction; each
+// of them then costs one load of the lane, a compare and a store
+// (count_fast(), inline in the wrappers), on a dense array of 4 bytes per
+// fd and direction below 512, where the hot fds of a process share a cache
+// line or two; the full path reads the fd's class word and its state, a
+// page of its own. What the lane counted is settled into the fd's state
+// (its counters and the policy's epoch) when the lane runs out, and folded
+// when the fd is forgotten or the settings change; snapshot() adds what is
+// pending. A lane is tagged: new settings or a new process (new_process())
+// move the tag on, which voids every lane at once without writing them.
 #pragma once
 
 #include <atomic>
@@ -160,10 +173,33 @@ public:
     // left unknown (info.pipe() false).
     FdInfo lookup(int fd, Classifier classify) noexcept;
     // lookup()'s answer where it takes a few loads and no call (every read
-    // and write asks): a known fd below 512 (not a pipe, or a pipe whose
+    // and write the fast lane does not count asks): a known fd below 512 (not a pipe, or a pipe whose
     // counters are this process's). Otherwise an info with a null cls:
     // ask lookup().
     FdInfo lookup_known(int fd) noexcept;
+
+    // The fast lane (see the top of this file). fds below kFastFds only.
+    static constexpr int kFastFds = kBlockFds;
+    static constexpr std::uint32_t kFastMax = 255;  // calls one lane may count
+    // Counts one call on fd's lane for d and returns true, if the lane is
+    // armed (this process, these settings) and has calls left; otherwise
+    // changes nothing. A few instructions, no call: the wrappers ask it
+    // before anything else of the engine.
+    bool count_fast(int fd, Dir d) noexcept;
+    // Arms fd's lane for d for the next n calls (1..kFastMax), which
+    // count_fast() then counts. The caller settles the lane first (a lane
+    // that still had calls pending would lose them).
+    void arm_fast(int fd, Dir d, std::uint32_t n) noexcept;
+    // The calls fd's lane for d counted since it was armed (0 for a void
+    // lane), and the lane cleared (no store when it already is).
+    std::uint32_t take_fast(int fd, Dir d) noexcept;
+    // Settles both of fd's lanes into its state s: the calls they counted
+    // are added to s's counters and to the policy's epoch
+    // (SpinPolicy::settle_inline), as if each had been counted on its own.
+    void settle_fast(int fd, FdState& s) noexcept;
+    // New settings: every lane is settled, then voided (the tag moves on),
+    // so that no call is counted past a change that may make it spin.
+    void void_fast() noexcept;
     // What the table knows about fd, without classifying or mapping
     // anything: a class word (0 when unknown).
     std::uint64_t peek(int fd) const noexcept;
@@ -260,6 +296,24 @@ private:
     // start).
     Block* first_block() const noexcept;
     alignas(64) unsigned char first_storage_[sizeof(Block) + FdPage::kBytes - 64] = {};
+    // The fast lanes' tag (its low 16 bits; see count_fast()), on the line
+    // of the first lanes. Zero is a tag too: a zero lane counts nothing and
+    // has nothing pending.
+    alignas(64) std::atomic<std::uint32_t> fast_tag_{0};
+    // The fast lanes: per fd and direction, tag << 16 | armed n << 8 | calls
+    // left. Untouched (no page backed) until a lane is first armed.
+    std::atomic<std::uint32_t> fast_[kFastFds][2] = {};
+    // fd's lane for d, or null above kFastFds.
+    std::atomic<std::uint32_t>* fast_lane(int fd, Dir d) noexcept {
+        return static_cast<unsigned>(fd) < static_cast<unsigned>(kFastFds)
+                   ? &fast_[fd][static_cast<int>(d)]
+                   : nullptr;
+    }
+    // What a lane counted since it was armed, if its tag is current.
+    std::uint32_t fast_pending(std::uint32_t v) const noexcept {
+        if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff)) return 0;
+        return ((v >> 8) & 0xff) - (v & 0xff);
+    }
 };
 
 // The production classifier: fstat + F_GETFL through raw syscalls.
@@ -285,6 +339,19 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
         [[likely]]
         return {&s, &cls, w};
     return {};
+}
+
+inline bool FdTable::count_fast(int fd, Dir d) noexcept {
+    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kFastFds)) [[unlikely]]
+        return false;
+    std::atomic<std::uint32_t>& lane = fast_[fd][static_cast<int>(d)];
+    const std::uint32_t v = lane.load(std::memory_order_relaxed);
+    if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff) || (v & 0xff) == 0)
+        return false;
+    // Two threads on one fd and direction at once may lose a count, as
+    // bump() may: statistics, and an epoch a call longer.
+    lane.store(v - 1, std::memory_order_relaxed);
+    return true;
 }
 
 inline FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {

@@ -226,22 +226,27 @@ public:
     // on_call() after the real call then counts it. Asks the clock only at
     // the first and last call of a Plain epoch (kDriftFactor).
     static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept;
-    // The common call of a run of not spinning, inline: in adaptive mode
-    // (the caller's check), a fd in Plain, not hinted, neither the first
-    // call of its epoch (which may start the epoch's clock) nor the last
-    // (which ends it). budget_ns() would say 0 and count_early() would
-    // only count it, which this does (and returns true); otherwise it
-    // changes nothing and returns false. Most calls of a stream go this
-    // way: a few loads and one store, where the full path cost ~200
-    // instructions (docs/policy.md, "What it costs").
-    [[gnu::always_inline]] static bool count_plain_call(PolicyState& s) noexcept {
+    // The calls of a run of not spinning need nothing but their count: how
+    // many of the calls after this one may be counted without asking the
+    // policy (the engine's fast lane, fd_table.h), then settled with
+    // settle_inline(). For a fd in Plain, not hinted, whose epoch has
+    // started (its first call, which may start the epoch's clock, was
+    // counted): the calls up to, not including, the epoch's last, which
+    // ends it (and may start measuring). 0 otherwise. budget_ns() would say
+    // 0 for each of them and count_early() would only count it. Adaptive
+    // mode only (the caller's check).
+    static std::uint32_t inline_run(const PolicyState& s) noexcept {
         if (s.phase.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(Phase::Plain) ||
             s.hint.load(std::memory_order_relaxed) != kHintNone)
-            return false;
-        const std::uint32_t calls = s.epoch_calls.load(std::memory_order_relaxed) + 1;
-        if (calls < 2 || calls >= kEpochCalls) return false;
-        s.epoch_calls.store(calls, std::memory_order_relaxed);
-        return true;
+            return 0;
+        const std::uint32_t calls = s.epoch_calls.load(std::memory_order_relaxed);
+        return calls >= 1 && calls < kEpochCalls - 1 ? kEpochCalls - 1 - calls : 0;
+    }
+    // n calls were counted on the fast lane (inline_run()): the epoch
+    // counts them, as count_early() would have one by one.
+    static void settle_inline(PolicyState& s, std::uint32_t n) noexcept {
+        s.epoch_calls.store(s.epoch_calls.load(std::memory_order_relaxed) + n,
+                            std::memory_order_relaxed);
     }
     // Whether a spin must first find a CPU free for the peer (the caller's
     // look at the run queue): in adaptive mode, unless the fd is hinted

@@ -65,8 +65,9 @@ namespace {
 // taken, or the compiler cannot make them tail calls (tests/e2e/
 // check_tailcalls.sh looks at the machine code).
 //
-// read_tracked, write_tracked: a call the engine looks at (engaged, and not
-// io_untracked()): its first step, then the real call or the wait. Apart
+// read_tracked, write_tracked: a call the engine looks at (engaged, not
+// io_untracked(), not counted on the fast lane): its first step, then the
+// real call or the wait. Apart
 // from do_read() and do_write(), so that their other paths, all tail
 // calls, save no register.
 [[gnu::noinline]] ssize_t read_tracked(int fd, void* buf, size_t n) {
@@ -86,14 +87,15 @@ namespace {
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
-    if (io_untracked(n)) return real_read.tail_call(fd, buf, n);
+    if (io_untracked(n) || io_counted_fast(fd, Dir::Read)) return real_read.tail_call(fd, buf, n);
     return read_tracked(fd, buf, n);
 }
 
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
-    if (io_untracked(n)) return real_write.tail_call(fd, buf, n);
+    if (io_untracked(n) || io_counted_fast(fd, Dir::Write))
+        return real_write.tail_call(fd, buf, n);
     return write_tracked(fd, buf, n);
 }
 

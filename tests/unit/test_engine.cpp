@@ -377,3 +377,57 @@ TEST_CASE("engine: a poll on a fresh pipe is watched like a read, and teaches th
     CHECK(lane.score.load() == FreshPrior::kHitGain);
     lane.score.store(0);
 }
+
+TEST_CASE("engine: a stream's calls go on the fast lane, and every one is counted",
+          "[engine][fast]") {
+    // A writer into a pipe with room and a reader that always finds data:
+    // adaptive soon stops spinning (Plain), and the fast lane counts most
+    // calls without the engine's full path. Every call is in the counters
+    // (a snapshot adds what a lane has pending), and the epochs run as
+    // the policy counts them.
+    PipeFixture p(Mode::Adaptive, 50, at_info());
+    constexpr int kPairs = 2000;
+    StatsSnapshot before;  // what other tests left in the process's totals
+    stats_snapshot(before);
+    char c = 'x';
+    int full_reads = 0;  // reads the fast lane did not count
+    for (int i = 0; i < kPairs; ++i) {
+        Plan w = before_write(p.fds[1], &c, 1);
+        if (w.action == Plan::Action::Call) {
+            const long wrote = ::write(p.fds[1], &c, 1);
+            REQUIRE(wrote == 1);
+            after_call(w, wrote);
+        } else {
+            REQUIRE(w.action == Plan::Action::Done);  // the nowait try wrote it
+            after_call(w, w.result);
+        }
+        const std::uint64_t counted = p.reader().calls.load();
+        Plan r = before_read(p.fds[0], &c, 1);
+        if (r.action == Plan::Action::Call) {
+            const long got = ::read(p.fds[0], &c, 1);
+            REQUIRE(got == 1);
+            after_call(r, got);
+        } else {
+            REQUIRE(r.action == Plan::Action::Done);
+            after_call(r, r.result);
+        }
+        if (p.reader().calls.load() != counted) ++full_reads;
+    }
+    auto counted = [&](StatDir d) {
+        StatsSnapshot now;
+        stats_snapshot(now);
+        return now.total(d).calls - before.total(d).calls;
+    };
+    CHECK(counted(StatDir::Read) == kPairs);
+    CHECK(counted(StatDir::Write) == kPairs);
+    CHECK(p.reader().policy.get_phase() == Phase::Plain);
+    // Most reads never reached the fd's state.
+    CHECK(full_reads < kPairs / 4);
+    CHECK(p.reader().calls.load() < kPairs);
+    // Forgetting the fds (a close) folds what their lanes counted into the
+    // process's totals.
+    fd_table().forget(p.fds[0]);
+    fd_table().forget(p.fds[1]);
+    CHECK(counted(StatDir::Read) == kPairs);
+    CHECK(counted(StatDir::Write) == kPairs);
+}

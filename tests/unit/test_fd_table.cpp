@@ -233,3 +233,93 @@ TEST_CASE_METHOD(Fixture, "which fds below a bound have been pipes, across pages
     CHECK_FALSE(third.t.pipe_seen_below(700));
     CHECK(third.t.pipe_seen_below(701));
 }
+
+// ---- the fast lane --------------------------------------------------------
+
+namespace {
+std::uint64_t snapshot_calls(FdTable& t, StatDir d) {
+    StatsSnapshot s;
+    t.snapshot(s);
+    return s.total(d).calls;
+}
+}  // namespace
+
+TEST_CASE_METHOD(Fixture, "a fast lane counts the calls it was armed for, then none",
+                 "[fd_table][fast]") {
+    t.set_pipe(3, 4);
+    CHECK_FALSE(t.count_fast(3, Dir::Read));  // never armed
+    t.arm_fast(3, Dir::Read, 3);
+    CHECK_FALSE(t.count_fast(3, Dir::Write));  // the other direction's lane
+    CHECK_FALSE(t.count_fast(4, Dir::Read));   // another fd's
+    for (int i = 0; i < 3; ++i) CHECK(t.count_fast(3, Dir::Read));
+    CHECK_FALSE(t.count_fast(3, Dir::Read));  // ran out
+    CHECK(t.take_fast(3, Dir::Read) == 3);
+    CHECK(t.take_fast(3, Dir::Read) == 0);  // taken once
+    CHECK_FALSE(t.count_fast(3, Dir::Read));
+    // No lanes above kFastFds, nor for negative fds.
+    t.arm_fast(FdTable::kFastFds, Dir::Read, 3);
+    CHECK_FALSE(t.count_fast(FdTable::kFastFds, Dir::Read));
+    t.arm_fast(-1, Dir::Read, 3);
+    CHECK_FALSE(t.count_fast(-1, Dir::Read));
+    CHECK(t.take_fast(-1, Dir::Read) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "what a lane counted is in the fd's counters and its policy's epoch",
+                 "[fd_table][fast]") {
+    t.set_pipe(3, 4);
+    FdState& s = *t.lookup(3, nullptr).state;
+    s.dir[0].calls.store(1);
+    s.dir[0].policy.epoch_calls.store(1);
+    t.arm_fast(3, Dir::Read, 10);
+    for (int i = 0; i < 4; ++i) REQUIRE(t.count_fast(3, Dir::Read));
+    // A snapshot sees them before they are settled.
+    CHECK(snapshot_calls(t, StatDir::Read) == 5);
+    CHECK(s.dir[0].calls.load() == 1);
+    t.settle_fast(3, s);
+    CHECK(s.dir[0].calls.load() == 5);
+    CHECK(s.dir[0].policy.epoch_calls.load() == 5);
+    CHECK(snapshot_calls(t, StatDir::Read) == 5);  // not twice
+    CHECK_FALSE(t.count_fast(3, Dir::Read));        // settled: the lane is clear
+}
+
+TEST_CASE_METHOD(Fixture, "a close folds what the lane counted, and the next fd starts clear",
+                 "[fd_table][fast]") {
+    t.set_pipe(3, 4);
+    t.arm_fast(3, Dir::Read, 10);
+    for (int i = 0; i < 7; ++i) REQUIRE(t.count_fast(3, Dir::Read));
+    t.forget(3);
+    CHECK(snapshot_calls(t, StatDir::Read) == 7);  // in the process's totals
+    CHECK_FALSE(t.count_fast(3, Dir::Read));       // a new occupant is looked at
+    t.set_pipe(3, 5);
+    CHECK_FALSE(t.count_fast(3, Dir::Read));
+    CHECK(snapshot_calls(t, StatDir::Read) == 7);
+}
+
+TEST_CASE_METHOD(Fixture, "new settings settle every lane and void it", "[fd_table][fast]") {
+    t.set_pipe(3, 4);
+    t.arm_fast(3, Dir::Read, 10);
+    t.arm_fast(4, Dir::Write, 10);
+    REQUIRE(t.count_fast(3, Dir::Read));
+    REQUIRE(t.count_fast(4, Dir::Write));
+    REQUIRE(t.count_fast(4, Dir::Write));
+    t.void_fast();
+    CHECK_FALSE(t.count_fast(3, Dir::Read));
+    CHECK_FALSE(t.count_fast(4, Dir::Write));
+    CHECK(t.lookup(3, nullptr).state->dir[0].calls.load() == 1);
+    CHECK(t.lookup(4, nullptr).state->dir[1].calls.load() == 2);
+    CHECK(snapshot_calls(t, StatDir::Write) == 2);
+    // A lane armed under the new settings counts again.
+    t.arm_fast(3, Dir::Read, 2);
+    CHECK(t.count_fast(3, Dir::Read));
+}
+
+TEST_CASE_METHOD(Fixture, "after fork, a lane armed by the parent counts nothing in the child",
+                 "[fd_table][fast]") {
+    t.set_pipe(3, 4);
+    t.arm_fast(3, Dir::Read, 10);
+    REQUIRE(t.count_fast(3, Dir::Read));
+    t.new_process();  // the child, whose counters start from zero
+    CHECK_FALSE(t.count_fast(3, Dir::Read));
+    CHECK(t.take_fast(3, Dir::Read) == 0);  // the parent's count is not the child's
+    CHECK(snapshot_calls(t, StatDir::Read) == 0);
+}
