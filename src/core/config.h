@@ -138,6 +138,12 @@ struct EnvOverlay {
 // (the shim's constructor touches no page of it when nothing is set).
 // Returns how many PIPESPIN_* variables are set (0: nothing to apply).
 unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept;
+// The same from the variables themselves ("PIPESPIN_MODE=off", in the
+// environment's order), as the shim finds them in one pass over it: where a
+// name is there twice the first counts, as for getenv. Each is matched
+// against the table (a few compares) instead of each option's name being
+// built and looked for in the list.
+unsigned capture_env_vars(const char* const* vars, int count, EnvOverlay& env) noexcept;
 // Applies the captured values (a bad one keeps what the file or the default
 // gave, with a "PIPESPIN_X: why" message). Returns the number of problems.
 unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sources, ConfigWarn warn,

@@ -30,6 +30,29 @@ void warn_too_long(const char* name, const OptionSpec& spec, std::string_view st
     warn(ctx, msg);
 }
 
+void put(EnvOverlay& env, std::size_t i, const char* text) noexcept {
+    std::size_t n = 0;
+    while (text[n] != '\0' && n + 1 < EnvOverlay::kSlot) {
+        env.text[i][n] = text[n];
+        ++n;
+    }
+    env.text[i][n] = '\0';
+    while (text[n] != '\0') ++n;
+    env.length[i] = n;
+    env.set[i] = true;
+}
+
+// The value of `var` ("PIPESPIN_SPIN_US=50") if its name is spec's
+// variable, else null.
+const char* value_for(const OptionSpec& spec, const char* var) noexcept {
+    constexpr std::string_view kPrefix = "PIPESPIN_";
+    for (char c : kPrefix)
+        if (*var++ != c) return nullptr;
+    for (char c : spec.name)
+        if (*var++ != ascii::upper(c)) return nullptr;
+    return *var == '=' ? var + 1 : nullptr;
+}
+
 }  // namespace
 
 unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
@@ -40,16 +63,29 @@ unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
         if (!env_name_into(spec, name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;
-        std::size_t n = 0;
-        while (text[n] != '\0' && n + 1 < EnvOverlay::kSlot) {
-            env.text[i][n] = text[n];
-            ++n;
-        }
-        env.text[i][n] = '\0';
-        while (text[n] != '\0') ++n;
-        env.length[i] = n;
-        env.set[i] = true;
+        put(env, i, text);
         ++captured;
+    }
+    return captured;
+}
+
+unsigned capture_env_vars(const char* const* vars, int count, EnvOverlay& env) noexcept {
+    unsigned captured = 0;
+    // Which are taken, kept here: reading env.set first would be a read
+    // fault on the overlay's page, then the write a second one.
+    bool taken[kOptionCount] = {};
+    for (int k = 0; k < count; ++k) {
+        for (const OptionSpec& spec : option_table()) {
+            const std::size_t i = index_of(spec.id);
+            const char* text = value_for(spec, vars[k]);
+            if (text == nullptr) continue;
+            if (!taken[i]) {  // the first one, as getenv takes
+                taken[i] = true;
+                put(env, i, text);
+                ++captured;
+            }
+            break;
+        }
     }
     return captured;
 }

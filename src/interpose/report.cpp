@@ -112,9 +112,11 @@ int open_destination() noexcept {
 void set_log_file(std::string_view path) noexcept {
     if (path == "stderr") path = {};
     if (path.size() >= kPathMax) path = std::string_view(path.data(), kPathMax - 1);
-    // The same path (stderr, at every start-up): nothing to write.
+    // The same path (stderr, at every start-up): nothing to write. Every
+    // store below fills the whole array, so past its first '\0' g_path holds
+    // only '\0's: comparing up to the end of `path` says it all.
     bool same = true;
-    for (std::size_t i = 0; i < kPathMax && same; ++i)
+    for (std::size_t i = 0; i <= path.size() && same; ++i)
         same = g_path[i].load(std::memory_order_relaxed) == (i < path.size() ? path[i] : '\0');
     if (same) return;
     g_path_seq.fetch_add(1, std::memory_order_acq_rel);  // odd: being written

@@ -146,8 +146,9 @@ void reload() noexcept {
 
 // The PIPESPIN_* variables, found in one pass over the environment: the
 // process that sets none makes no getenv at all, and one that sets a few
-// looks each option up among those few, not in the whole environment (a
-// getenv per option is a pass each). Compared here, not with strncmp (a
+// matches each of those few against the option table (capture_env_vars),
+// not each option against the whole environment (a getenv per option is a
+// pass each). Compared here, not with strncmp (a
 // libc call: a symbol look-up at every process start).
 struct PipespinEnv {
     static constexpr int kMax = 32;
@@ -218,7 +219,14 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
         if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
         g_path = g_path_buf;
     }
-    if (any && capture_env(listed_env, &vars, g_env) != 0) g_env_any = true;
+    // The few variables found are matched against the table; getenv per
+    // option only when they were too many to list.
+    unsigned captured = 0;
+    if (vars.overflow)
+        captured = capture_env(listed_env, &vars, g_env);
+    else if (any && !vars.secure)
+        captured = capture_env_vars(vars.entry, vars.count, g_env);
+    if (captured != 0) g_env_any = true;
     resolve(options, sources);
     if (too_long) collect(&g_pending, "PIPESPIN_CONFIG is too long to be a path; no config file");
 }

@@ -213,6 +213,39 @@ TEST_CASE("config: an over-long environment value is refused whole, not cut", "[
           "255); using 'stderr'");
 }
 
+TEST_CASE("config: the variables as listed capture what getenv would", "[config]") {
+    // The shim's start-up form: the PIPESPIN_* entries of the environment,
+    // in its order. Names match exactly (case and length), and where one is
+    // there twice the first counts, as getenv takes.
+    const std::string long_value = "/tmp/x.log" + std::string(300, ' ');
+    const std::vector<std::string> entries = {
+        "PIPESPIN_MODE=fixed",   "PIPESPIN_SPIN_US=30",
+        "PIPESPIN_MODE=off",     "PIPESPIN_mode=off",
+        "PIPESPIN_SPIN=1",       "PIPESPIN_SPIN_US_X=2",
+        "PIPESPIN_CONFIG=/nope", "PIPESPIN_LOG=",
+        "PIPESPIN_PROBE",        "PIPESPIN_LOG_FILE=" + long_value};
+    std::vector<const char*> vars;
+    for (const auto& e : entries) vars.push_back(e.c_str());
+    EnvOverlay listed;
+    CHECK(capture_env_vars(vars.data(), static_cast<int>(vars.size()), listed) == 4);
+    Env env;
+    env.vars["PIPESPIN_MODE"] = "fixed";
+    env.vars["PIPESPIN_SPIN_US"] = "30";
+    env.vars["PIPESPIN_LOG"] = "";
+    env.vars["PIPESPIN_LOG_FILE"] = long_value;
+    EnvOverlay looked_up;
+    CHECK(capture_env(&Env::get, &env, looked_up) == 4);
+    for (std::size_t i = 0; i < kOptionCount; ++i) {
+        INFO("option " << i);
+        CHECK(listed.set[i] == looked_up.set[i]);
+        CHECK(listed.length[i] == looked_up.length[i]);
+        CHECK(std::string(listed.text[i]) == std::string(looked_up.text[i]));
+    }
+    CHECK(std::string(listed.text[idx("mode")]) == "fixed");
+    CHECK(listed.too_long(idx("log_file")));
+    CHECK_FALSE(listed.set[idx("probe")]);
+}
+
 TEST_CASE("config: an environment value of 255 bytes is whole", "[config]") {
     Env env;
     env.vars["PIPESPIN_MODE"] = std::string(250, ' ') + "fixed";
