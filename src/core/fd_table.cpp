@@ -159,7 +159,7 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     // The number's fast lanes count nothing for its next occupant.
     if (ours) {
         settle_fast(fd, s);
-    } else {
+    } else if (fast_armed_.load(kRelaxed)) {
         take_fast(fd, Dir::Read);
         take_fast(fd, Dir::Write);
     }
@@ -293,7 +293,7 @@ void FdTable::snapshot(StatsSnapshot& out) noexcept {
         if (s.gen.load(kRelaxed) != g) return;
         for (int d = 0; d < 2; ++d) {
             Counters c = s.dir[d].load();
-            if (const auto* lane = fast_lane(fd, static_cast<Dir>(d)))
+            if (const auto* lane = fast_lane(fd, static_cast<Dir>(d)); lane && fast_armed_)
                 c.calls += fast_pending(lane->load(kRelaxed));
             out.at(kind_of(w), static_cast<StatDir>(d)) += c;
         }
@@ -309,13 +309,14 @@ void FdTable::new_process() noexcept {
 void FdTable::arm_fast(int fd, Dir d, std::uint32_t n) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
     if (lane == nullptr || n == 0 || n > kFastMax) return;
+    if (!fast_armed_.load(kRelaxed)) fast_armed_.store(true, kRelaxed);
     const std::uint32_t tag = fast_tag_.load(kRelaxed) & 0xffff;
     lane->store(tag << 16 | n << 8 | n, kRelaxed);
 }
 
 std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
-    if (lane == nullptr) return 0;
+    if (lane == nullptr || !fast_armed_.load(kRelaxed)) return 0;
     const std::uint32_t v = lane->load(kRelaxed);
     if (v == 0) return 0;  // no store: after fork, a write is a page copied
     lane->store(0, kRelaxed);
@@ -323,10 +324,11 @@ std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
 }
 
 void FdTable::settle_fast(int fd, FdState& s) noexcept {
-    for (Dir d : {Dir::Read, Dir::Write}) {
-        const std::uint32_t n = take_fast(fd, d);
+    if (!fast_armed_.load(kRelaxed)) return;
+    for (int d = 0; d < 2; ++d) {  // no {Read, Write} list: a constant's page to fault in
+        const std::uint32_t n = take_fast(fd, static_cast<Dir>(d));
         if (n == 0) continue;
-        DirState& st = s.dir[static_cast<int>(d)];
+        DirState& st = s.dir[d];
         bump(st.calls, n);
         SpinPolicy::settle_inline(st.policy, n);
     }

@@ -285,6 +285,10 @@ private:
     static constexpr int kFarDirs = 1 << (31 - kNearShift);
     // Beside near_[0], on the cache line every lookup_known() reads.
     std::atomic<std::uint32_t> process_gen_{0};
+    // A lane has been armed in this process or a parent: until then no
+    // close need read the lanes' page (a read of a page never touched is
+    // a fault, in a forked child each time).
+    std::atomic<bool> fast_armed_{false};
     std::atomic<Block*> near_[kNearBlocks] = {};
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
     std::atomic<int> blocks_{0};
