@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <array>
+#include <cstdint>
 #include <new>
 
 #include "interpose/next_symbol.h"
@@ -17,19 +19,49 @@ constinit thread_local bool t_busy [[gnu::tls_model("initial-exec")]] = false;
 
 namespace {
 
-constexpr const char* kNames[] = {
-#define PIPESPIN_HOOK(ret, name, params) #name,
+// The names and the slots, found by a hook's number. Neither is a table of
+// pointers: each pointer would be a relocation the loader applies in every
+// process at start-up (144 of them), for lists a process reads only on a
+// first call. The names are one string with offsets into it; the slots are
+// a switch, compiled to relative jumps.
+constexpr char kNameText[] =
+#define PIPESPIN_HOOK(ret, name, params) #name "\0"
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
-};
+    ;
 
-std::atomic<void*>* const kSlots[] = {
-#define PIPESPIN_HOOK(ret, name, params) &real_##name.slot,
+constexpr std::size_t kHooks = static_cast<std::size_t>(Hook::kCount);
+
+constexpr auto kNameAt = [] {
+    std::array<std::uint16_t, kHooks> at{};
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < kHooks; ++i) {
+        at[i] = static_cast<std::uint16_t>(pos);
+        while (kNameText[pos] != '\0') ++pos;
+        ++pos;
+    }
+    return at;
+}();
+static_assert(kNameAt[kHooks - 1] + 1 < sizeof kNameText, "hooks.def and Hook agree");
+
+const char* name_of(std::size_t i) noexcept {
+    return kNameText + kNameAt[i];
+}
+
+// Not a lookup table either (GCC would turn the switch into one of
+// addresses: relocations again).
+[[gnu::optimize("no-tree-switch-conversion")]] std::atomic<void*>* slot_of(std::size_t i) noexcept {
+    switch (static_cast<Hook>(i)) {
+#define PIPESPIN_HOOK(ret, name, params) \
+    case Hook::name:                     \
+        return &real_##name.slot;
 #include "interpose/hooks.def"
 #undef PIPESPIN_HOOK
-};
-
-static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Hook::kCount));
+        case Hook::kCount:
+            break;
+    }
+    return nullptr;
+}
 
 // The objects after the shim, found once, by the first resolution (it
 // takes no lock: _dl_find_object). 0: not yet, 1: being found, 2: ready.
@@ -68,7 +100,7 @@ constexpr Hook kForChildren[] = {
 void resolve_for_children() noexcept {
     for (const Hook c : kForChildren) {
         const auto j = static_cast<std::size_t>(c);
-        if (kSlots[j]->load(std::memory_order_relaxed) == nullptr) (void)find_next(j, false);  // no dlsym from inside pipe()
+        if (slot_of(j)->load(std::memory_order_relaxed) == nullptr) (void)find_next(j, false);  // no dlsym from inside pipe()
     }
 }
 
@@ -91,15 +123,15 @@ void* find_next(std::size_t i, bool may_ask_dlsym) noexcept {
         state = 2;
     }
     if (state == 2) {
-        p = g_next.next.find(kNames[i]);
+        p = g_next.next.find(name_of(i));
     } else {
         // Another thread (or the handler's interrupted thread) is finding
         // them: look on our own, the same way.
         const NextSymbols mine(self());
-        p = mine.find(kNames[i]);
+        p = mine.find(name_of(i));
     }
-    if (p == nullptr && may_ask_dlsym) p = dlsym(RTLD_NEXT, kNames[i]);  // not answered there (an IFUNC, say)
-    if (p != nullptr) kSlots[i]->store(p, std::memory_order_release);
+    if (p == nullptr && may_ask_dlsym) p = dlsym(RTLD_NEXT, name_of(i));  // not answered there (an IFUNC, say)
+    if (p != nullptr) slot_of(i)->store(p, std::memory_order_release);
     return p;
 }
 
