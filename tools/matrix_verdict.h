@@ -1,13 +1,18 @@
 // The arithmetic behind `bench matrix`'s acceptance lines (cli_matrix.cpp),
-// kept pure and header-only so that tests/cli/test_matrix_verdict.cpp checks
-// it without running a benchmark.
+// kept pure (header-only, but for statistics.cpp's bootstrap) so that
+// tests/cli/test_matrix_verdict.cpp checks it without running a benchmark.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <string_view>
+#include <vector>
+
+#include "statistics.h"
 
 namespace pipespin::cli {
 
@@ -45,6 +50,53 @@ constexpr Verdict verdict(std::optional<double> value, bool at_least, double thr
     if (at_least ? *value >= threshold : *value <= threshold) return Verdict::Pass;
     if (bound && (at_least ? *bound < threshold : *bound > threshold)) return Verdict::Unreachable;
     return Verdict::Fail;
+}
+
+// A check's interval: its value recomputed from resamples of the rounds
+// (bootstrap_rounds), from this seed so that a report is reproducible. One
+// round has nothing to resample.
+inline constexpr std::uint64_t kIntervalSeed = 1;
+inline constexpr std::size_t kIntervalMinRounds = 2;
+
+// The interval of statistic(picks) over `rounds` rounds, whose picks are
+// positions in `rounds`; statistic returns nullopt where it has no value
+// (nothing to divide), and a resample without one leaves no interval.
+template <typename Statistic>
+std::optional<Interval> rounds_interval(std::span<const std::size_t> rounds, Statistic statistic) {
+    if (rounds.size() < kIntervalMinRounds) return std::nullopt;
+    bool undefined = false;
+    std::vector<std::size_t> picked(rounds.size());
+    const Interval ci = bootstrap_rounds(rounds.size(), kIntervalSeed, [&](Picks p) {
+        for (std::size_t i = 0; i < p.size(); ++i) picked[i] = rounds[p[i]];
+        const std::optional<double> v = statistic(Picks(picked));
+        undefined = undefined || !v;
+        return v.value_or(0);
+    });
+    if (undefined) return std::nullopt;
+    return ci;
+}
+
+// Rounds 0..n-1.
+inline std::vector<std::size_t> all_rounds(std::size_t n) {
+    std::vector<std::size_t> v(n);
+    std::iota(v.begin(), v.end(), std::size_t{0});
+    return v;
+}
+
+// The ratio of two arms' medians over the rounds picked, num / den, as the
+// matrix's wall ratio is (no shim / arm): 0 when den's median is not
+// positive.
+inline double median_ratio(std::span<const double> num, std::span<const double> den, Picks p) {
+    const double d = median_at(den, p);
+    return d > 0 ? median_at(num, p) / d : 0;
+}
+
+// Whether a check's interval leaves its threshold out, so that this run's
+// rounds tell a pass from a fail. An interval that holds the threshold
+// (ends included) does not: the verdict of the medians could go either way
+// on another run of the same code.
+constexpr bool resolves(const Interval& ci, double threshold) {
+    return threshold < ci.low || threshold > ci.high;
 }
 
 // What a process start or a fork may add over no shim (the `spawn` check):

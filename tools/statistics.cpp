@@ -43,19 +43,47 @@ RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<
         for (double& x : b) x = treatment[pick_b(rng)];
         ratios.push_back(ratio_of(median(a), median(b)));
     }
-    std::sort(ratios.begin(), ratios.end());
-    const double tail = (1 - kBootstrapConfidence) / 2;
-    auto at = [&](double q) {
-        const std::size_t i =
-            static_cast<std::size_t>(q * static_cast<double>(kBootstrapResamples - 1) + 0.5);
-        return ratios[std::min(i, ratios.size() - 1)];
-    };
-    t.ci_low = at(tail);
-    t.ci_high = at(1 - tail);
+    const Interval ci = percentile_interval(std::move(ratios));
+    t.ci_low = ci.low;
+    t.ci_high = ci.high;
     t.verdict = t.ci_low > 1 + margin          ? kFaster
                 : t.ci_high < 1 / (1 + margin) ? kSlower
                                                : kNoDifference;
     return t;
+}
+
+Interval percentile_interval(std::vector<double> replicates) {
+    if (replicates.empty()) throw std::logic_error("percentile_interval: no replicates");
+    std::sort(replicates.begin(), replicates.end());
+    const double tail = (1 - kBootstrapConfidence) / 2;
+    auto at = [&](double q) {
+        const std::size_t i =
+            static_cast<std::size_t>(q * static_cast<double>(replicates.size() - 1) + 0.5);
+        return replicates[std::min(i, replicates.size() - 1)];
+    };
+    return {at(tail), at(1 - tail)};
+}
+
+double median_at(std::span<const double> samples, Picks picks) {
+    std::vector<double> v;
+    v.reserve(picks.size());
+    for (std::size_t p : picks) v.push_back(samples[p]);
+    return summarize(v).median;
+}
+
+Interval bootstrap_rounds(std::size_t rounds, std::uint64_t seed,
+                          const std::function<double(Picks)>& statistic) {
+    if (rounds == 0) throw std::logic_error("bootstrap_rounds: no rounds");
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick(0, rounds - 1);
+    std::vector<std::size_t> picks(rounds);
+    std::vector<double> replicates;
+    replicates.reserve(kBootstrapResamples);
+    for (int r = 0; r < kBootstrapResamples; ++r) {
+        for (std::size_t& p : picks) p = pick(rng);
+        replicates.push_back(statistic(picks));
+    }
+    return percentile_interval(std::move(replicates));
 }
 
 }  // namespace pipespin::cli

@@ -3,7 +3,9 @@
 // `pipespin stats --compare` draw their verdicts from.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,5 +48,32 @@ double ratio_of(double a, double b);
 // difference" (`pipespin ab`: margin 0). Both samples must be non-empty.
 RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<double>& treatment,
                           std::uint64_t seed, double margin = 0);
+
+struct Interval {
+    double low = 0, high = 0;
+};
+
+// The kBootstrapConfidence percentile interval of a set of bootstrap
+// replicates (sorted here): what bootstrap_ratio and bootstrap_rounds take
+// from their resamples. Not empty, no NaN.
+Interval percentile_interval(std::vector<double> replicates);
+
+// Rounds picked from 0..n-1 (repeats allowed): all of them in order for a
+// figure itself, a resample for its interval.
+using Picks = std::span<const std::size_t>;
+
+// The median (as summarize's) of samples[p] for each p in picks. Not empty.
+double median_at(std::span<const double> samples, Picks picks);
+
+// For figures measured together, round by round (bench matrix's arms run
+// interleaved within each round): the kBootstrapConfidence percentile
+// bootstrap interval of statistic(picks), with the `rounds` rounds resampled
+// as wholes, with replacement, kBootstrapResamples times, from a generator
+// seeded with `seed`. Unlike bootstrap_ratio's independent resampling, a
+// round's noise that hit every arm moves both sides of a ratio together;
+// and a statistic of several arms (a ratio of ratios) is recomputed whole
+// from each resample. rounds > 0; the statistic must not return NaN.
+Interval bootstrap_rounds(std::size_t rounds, std::uint64_t seed,
+                          const std::function<double(Picks)>& statistic);
 
 }  // namespace pipespin::cli

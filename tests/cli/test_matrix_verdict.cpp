@@ -100,3 +100,144 @@ TEST_CASE("each round starts one arm further on, and each arm has each place onc
     for (bool b : first_arm_at) REQUIRE(b);
     REQUIRE(rotated_index(3, 2, 0) == 0);
 }
+
+// ---- the checks' intervals: rounds resampled as wholes ----------------------
+
+namespace {
+// The interval of median(num) / median(den) over every round, as the
+// matrix's wall ratio checks have it.
+std::optional<Interval> ratio_interval(const std::vector<double>& num,
+                                       const std::vector<double>& den) {
+    return rounds_interval(all_rounds(num.size()), [&](Picks p) -> std::optional<double> {
+        return median_ratio(num, den, p);
+    });
+}
+// Fifteen rounds of a noisy wall time, in ms, and a second arm's.
+const std::vector<double> kNoShim{412, 398, 455, 401, 530, 407, 399, 420,
+                                  610, 404, 415, 402, 398, 470, 409};
+const std::vector<double> kArm{420, 405, 441, 430, 515, 396, 428, 433,
+                               580, 411, 402, 419, 425, 512, 418};
+}  // namespace
+
+TEST_CASE("identical rounds give a zero-width interval at the ratio") {
+    const std::vector<double> num(9, 400.0), den(9, 500.0);
+    const std::optional<Interval> ci = ratio_interval(num, den);
+    REQUIRE(ci);
+    REQUIRE(ci->low == Approx(0.8));
+    REQUIRE(ci->high == Approx(0.8));
+}
+
+TEST_CASE("the interval of a noisy sample holds its median ratio and has a width") {
+    const double ratio = median_ratio(kNoShim, kArm, all_rounds(kNoShim.size()));
+    REQUIRE(ratio == Approx(409.0 / 425.0));  // the 8th of 15 of each
+    const std::optional<Interval> ci = ratio_interval(kNoShim, kArm);
+    REQUIRE(ci);
+    REQUIRE(ci->low <= ratio);
+    REQUIRE(ratio <= ci->high);
+    REQUIRE(ci->high - ci->low > 0.01);
+    // Within what the rounds' own ratios span.
+    REQUIRE(ci->low >= 398.0 / 580);
+    REQUIRE(ci->high <= 610.0 / 396);
+}
+
+TEST_CASE("a seed gives the same interval twice, another seed draws other resamples") {
+    const std::optional<Interval> a = ratio_interval(kNoShim, kArm),
+                                  b = ratio_interval(kNoShim, kArm);
+    REQUIRE(a);
+    REQUIRE(b);
+    REQUIRE(a->low == b->low);
+    REQUIRE(a->high == b->high);
+    auto median_of_picks = [](Picks p) { return median_at(kNoShim, p) / median_at(kArm, p); };
+    const Interval same = bootstrap_rounds(kNoShim.size(), kIntervalSeed, median_of_picks);
+    REQUIRE(same.low == a->low);
+    REQUIRE(same.high == a->high);
+    // The statistic sees other picks under another seed (the interval may
+    // still coincide, being drawn from the same few values).
+    std::vector<std::size_t> first_a, first_b;
+    bootstrap_rounds(kNoShim.size(), kIntervalSeed, [&](Picks p) {
+        if (first_a.empty()) first_a.assign(p.begin(), p.end());
+        return 0.0;
+    });
+    bootstrap_rounds(kNoShim.size(), kIntervalSeed + 1, [&](Picks p) {
+        if (first_b.empty()) first_b.assign(p.begin(), p.end());
+        return 0.0;
+    });
+    REQUIRE(first_a.size() == kNoShim.size());
+    REQUIRE(first_a != first_b);
+}
+
+TEST_CASE("rounds are resampled as wholes: noise shared by both arms of a round cancels") {
+    // Each round's two runs move together by up to 50%; the arm is always
+    // 10% slower within its round. Independent resampling of each arm would
+    // give a wide interval; paired rounds give 1/1.1 exactly.
+    std::vector<double> arm;
+    for (double v : kNoShim) arm.push_back(v * 1.1);
+    const std::optional<Interval> ci = ratio_interval(kNoShim, arm);
+    REQUIRE(ci);
+    REQUIRE(ci->low == Approx(1 / 1.1));
+    REQUIRE(ci->high == Approx(1 / 1.1));
+}
+
+TEST_CASE("a ratio of ratios is recomputed whole from each resample") {
+    // (no shim / adaptive) / (no shim / fixed) is fixed / adaptive, round set
+    // by round set: both give the same interval.
+    const std::vector<double> fixed{500, 480, 560, 470, 650, 495, 505, 490,
+                                    720, 500, 510, 480, 485, 575, 500};
+    const std::vector<std::size_t> every = all_rounds(kNoShim.size());
+    const std::optional<Interval> whole =
+        rounds_interval(every, [&](Picks p) -> std::optional<double> {
+            return median_ratio(kNoShim, kArm, p) / median_ratio(kNoShim, fixed, p);
+        });
+    const std::optional<Interval> direct = ratio_interval(fixed, kArm);
+    REQUIRE(whole);
+    REQUIRE(direct);
+    REQUIRE(whole->low == Approx(direct->low));
+    REQUIRE(whole->high == Approx(direct->high));
+    REQUIRE(whole->high > whole->low);
+}
+
+TEST_CASE("a subset of the rounds is resampled within itself") {
+    // Rounds 1, 3 and 5 only (a py-pingpong placement): the others, however
+    // far out, never enter.
+    const std::vector<double> num{1, 100, 1e6, 100, 1e6, 100}, den{1, 50, 1, 50, 1, 50};
+    const std::vector<std::size_t> some{1, 3, 5};
+    const std::optional<Interval> ci = rounds_interval(
+        some, [&](Picks p) -> std::optional<double> { return median_ratio(num, den, p); });
+    REQUIRE(ci);
+    REQUIRE(ci->low == Approx(2));
+    REQUIRE(ci->high == Approx(2));
+}
+
+TEST_CASE("no interval from one round, or where a resample has no value") {
+    REQUIRE_FALSE(ratio_interval({400}, {500}));
+    REQUIRE(ratio_interval({400, 410}, {500, 490}));
+    // A resample of only the round whose denominator is 0 has nothing to divide.
+    const std::vector<double> num{400, 410, 420}, den{0, 0, 500};
+    REQUIRE_FALSE(rounds_interval(all_rounds(3), [&](Picks p) -> std::optional<double> {
+        const double d = median_at(den, p);
+        if (!(d > 0)) return std::nullopt;
+        return median_at(num, p) / d;
+    }));
+    // median_ratio itself reads such a ratio as 0, as the wall ratio does.
+    REQUIRE(median_ratio(num, den, all_rounds(2)) == 0);
+}
+
+TEST_CASE("a threshold inside the interval, ends included, is not resolved") {
+    const Interval ci{0.95, 1.02};
+    REQUIRE_FALSE(resolves(ci, 0.97));
+    REQUIRE_FALSE(resolves(ci, 0.95));
+    REQUIRE_FALSE(resolves(ci, 1.02));
+    REQUIRE(resolves(ci, 0.949));
+    REQUIRE(resolves(ci, 1.021));
+    // A zero-width interval resolves every threshold but its own value.
+    REQUIRE(resolves(Interval{1, 1}, 0.97));
+    REQUIRE_FALSE(resolves(Interval{1, 1}, 1));
+}
+
+TEST_CASE("the percentile interval takes the 2.5% and 97.5% replicates") {
+    std::vector<double> r;
+    for (int i = 10000; i >= 1; --i) r.push_back(i);  // unsorted in
+    const Interval ci = percentile_interval(r);
+    REQUIRE(ci.low == 251);    // index 0.025 x 9999 rounded: 250
+    REQUIRE(ci.high == 9750);  // index 0.975 x 9999 rounded: 9749
+}
