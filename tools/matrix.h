@@ -170,6 +170,15 @@ double run_floor(const std::string& exe, const CaseRun& run, const Environment& 
 // Throws unless each arm's programs map exactly the libraries it should.
 void check_preload(const std::string& cat, const Report& rep, const ArmEnvironments& envs);
 void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms);
+// One figure of an arm, round by round.
+std::vector<double> column(const ArmResult& a, double Sample::*field);
+std::vector<double> figures(const ArmResult& a);  // the case's figure; 0 where none
+// The run's rounds, 0..n-1.
+std::vector<std::size_t> rounds_of(const CaseRun& run);
+// An arm's wall ratio (no shim / arm) and CPU ratio (arm / no shim) over the
+// rounds picked: every round gives ArmResult's, a resample an interval's.
+double wall_ratio_at(const CaseRun& run, std::size_t arm, Picks picks);
+double cpu_ratio_at(const CaseRun& run, std::size_t arm, Picks picks);
 Host host_facts();
 std::string load_average();
 
@@ -182,11 +191,19 @@ struct Check {
     std::string threshold{};
     std::optional<double> bound{};  // for a wall speed-up of a case with a floor
     Verdict verdict = Verdict::NotRun;
+    // The value's kBootstrapConfidence interval over resampled rounds
+    // (rounds_interval), for a check whose value is a statistic of rounds
+    // against a fixed threshold; and whether it leaves the threshold out.
+    std::optional<Interval> interval{};
+    std::optional<bool> resolved{};
 };
 
 std::vector<Check> acceptance(const Report& rep);
 std::string_view verdict_name(Verdict v);
+// The result cell: the verdict, and where the interval holds the threshold,
+// that this run cannot tell a pass from a fail.
 std::string verdict_text(const Check& c);
+inline constexpr std::string_view kUnresolved = "interval includes the threshold";
 const CaseRun* find_run(const Report& rep, std::string_view id);
 // The median figure an arm added over no shim (µs per process, KiB), if
 // both ran.

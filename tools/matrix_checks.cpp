@@ -1,7 +1,9 @@
 // bench matrix: the acceptance checks, each a threshold the shim is held to,
 // applied to ratios (or differences) of medians measured in the same run.
 // The arithmetic of a verdict is matrix_verdict.h's; what is compared with
-// what is here.
+// what is here. A check whose value is a statistic of the rounds is written
+// once, as a function of the rounds picked: every round gives its value, and
+// resamples of them its interval.
 #include <fmt/format.h>
 
 #include "matrix.h"
@@ -23,9 +25,11 @@ std::string_view verdict_name(Verdict v) {
 }
 
 std::string verdict_text(const Check& c) {
-    if (c.verdict == Verdict::Unreachable)
-        return fmt::format("unreachable here (bound {:.2f})", *c.bound);
-    return std::string(verdict_name(c.verdict));
+    std::string text = c.verdict == Verdict::Unreachable
+                           ? fmt::format("unreachable here (bound {:.2f})", *c.bound)
+                           : std::string(verdict_name(c.verdict));
+    if (c.resolved == false) text += fmt::format(" ({})", kUnresolved);
+    return text;
 }
 
 const CaseRun* find_run(const Report& rep, std::string_view id) {
@@ -40,6 +44,12 @@ std::optional<double> added(const Report& rep, const CaseRun& r, std::size_t arm
 }
 
 namespace {
+
+// added() over the rounds picked.
+std::optional<double> added_at(const Report& rep, const CaseRun& r, std::size_t arm, Picks p) {
+    if (!added(rep, r, arm)) return std::nullopt;
+    return median_at(figures(r.arms[arm]), p) - median_at(figures(r.arms[kNoShim]), p);
+}
 
 class Checks {
 public:
@@ -73,6 +83,32 @@ public:
         out_.push_back(std::move(c));
     }
 
+    // A check whose value is a statistic of rounds, at_rounds(run, picks)
+    // (nullopt: an arm it needs did not run, or nothing to divide): over
+    // rounds_of(run) for its value, over resamples of them for its interval.
+    // By default every round of the case; rounds_of gives a subset (a
+    // py-pingpong placement).
+    template <typename AtRounds, typename BoundOf, typename RoundsOf>
+    void add_rounds(std::string_view id, std::string_view what, bool at_least, double threshold,
+                    AtRounds at_rounds, BoundOf bound_of, RoundsOf rounds_of) {
+        add_bounded(
+            id, what, at_least, threshold,
+            [&](const CaseRun& r) { return at_rounds(r, Picks(rounds_of(r))); }, bound_of);
+        Check& c = out_.back();
+        const CaseRun* r = find_run(rep_, id);
+        if (!r || c.verdict == Verdict::NotRun) return;
+        c.interval = rounds_interval(rounds_of(*r), [&](Picks p) { return at_rounds(*r, p); });
+        if (c.interval) c.resolved = resolves(*c.interval, threshold);
+    }
+
+    template <typename AtRounds>
+    void add_rounds(std::string_view id, std::string_view what, bool at_least, double threshold,
+                    AtRounds at_rounds, bool bounded = false) {
+        add_rounds(
+            id, what, at_least, threshold, at_rounds,
+            [&](const CaseRun& r) { return bounded ? r.bound : std::nullopt; }, rounds_of);
+    }
+
     // no shim / arm (wall) >= threshold, the check named with `prefix` and `suffix`.
     void wall_ratio(std::string_view id, std::size_t arm, double threshold, bool bounded,
                     std::string_view prefix = "", std::string_view suffix = "") {
@@ -87,13 +123,13 @@ public:
     void wall_ratio_bounded(std::string_view id, std::size_t arm, double threshold,
                             BoundOf bound_of, std::string_view prefix = "",
                             std::string_view suffix = "") {
-        add_bounded(
+        add_rounds(
             id, fmt::format("{}no shim / {} (wall){}", prefix, kArms[arm].name, suffix), true,
             threshold,
-            [&](const CaseRun& r) -> std::optional<double> {
-                return rep_.runs_arm(arm) ? std::optional(r.arms[arm].wall_ratio) : std::nullopt;
+            [&](const CaseRun& r, Picks p) -> std::optional<double> {
+                return rep_.runs_arm(arm) ? std::optional(wall_ratio_at(r, arm, p)) : std::nullopt;
             },
-            bound_of);
+            bound_of, rounds_of);
     }
 
     std::vector<Check> take() { return std::move(out_); }
@@ -108,33 +144,39 @@ private:
 std::vector<Check> acceptance(const Report& rep) {
     Checks k(rep);
     for (std::string_view id : {"perf-pipe", "perf-threads"}) {
-        k.add(id, "adaptive speed-up / fixed speed-up (wall)", true, 0.90, [](const CaseRun& r) {
-            return std::optional(r.arms[kAdaptive].wall_ratio / r.arms[kFixed].wall_ratio);
-        });
+        k.add_rounds(id, "adaptive speed-up / fixed speed-up (wall)", true, 0.90,
+                     [](const CaseRun& r, Picks p) -> std::optional<double> {
+                         const double fixed = wall_ratio_at(r, kFixed, p);
+                         if (!(fixed > 0)) return std::nullopt;
+                         return wall_ratio_at(r, kAdaptive, p) / fixed;
+                     });
         k.wall_ratio(id, kAdaptive, 20, true, "adaptive speed-up, ");
     }
     // A spin that pays saves the wake-up, which the voluntary
     // context switches count.
-    k.add("perf-pipe", "adaptive / no shim, voluntary context switches per round trip", false, 0.1,
-          [](const CaseRun& r) -> std::optional<double> {
-              const double base = r.arms[kNoShim].vol_cs.median;
-              if (!(base > 0)) return std::nullopt;
-              return r.arms[kAdaptive].vol_cs.median / base;
-          });
+    k.add_rounds("perf-pipe", "adaptive / no shim, voluntary context switches per round trip",
+                 false, 0.1, [](const CaseRun& r, Picks p) -> std::optional<double> {
+                     const double base = median_at(column(r.arms[kNoShim], &Sample::vol_cs), p);
+                     if (!(base > 0)) return std::nullopt;
+                     return median_at(column(r.arms[kAdaptive], &Sample::vol_cs), p) / base;
+                 });
     for (std::string_view id : {"hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream"})
         k.wall_ratio(id, kAdaptive, 0.97, true);
     k.wall_ratio("dd-cat", kAdaptive, 1.5, true);
     k.wall_ratio("dd-cat", kAdaptive, 0.97, false, "", ", never slower");
     k.wall_ratio("seq-wc", kAdaptive, 1.0, false);
-    k.add("sparse", "adaptive consumer CPU / no-shim consumer CPU", false, 1.5,
-          [](const CaseRun& r) { return std::optional(r.arms[kAdaptive].cpu_ratio); });
+    k.add_rounds(
+        "sparse", "adaptive consumer CPU / no-shim consumer CPU", false, 1.5,
+        [](const CaseRun& r, Picks p) { return std::optional(cpu_ratio_at(r, kAdaptive, p)); });
     // A few ms of CPU over 500 reads: an empty preload moves it by a third
     // on some runs. The shim's own share beside it, against the same 1.5.
-    k.add("sparse", "adaptive consumer CPU / empty preload's, the shim's own share", false, 1.5,
-          [&](const CaseRun& r) -> std::optional<double> {
-              if (!rep.runs_arm(kEmpty) || !(r.arms[kEmpty].cpu.median > 0)) return std::nullopt;
-              return r.arms[kAdaptive].cpu.median / r.arms[kEmpty].cpu.median;
-          });
+    k.add_rounds("sparse", "adaptive consumer CPU / empty preload's, the shim's own share", false,
+                 1.5, [&](const CaseRun& r, Picks p) -> std::optional<double> {
+                     if (!rep.runs_arm(kEmpty)) return std::nullopt;
+                     const double empty = median_at(column(r.arms[kEmpty], &Sample::cpu_us), p);
+                     if (!(empty > 0)) return std::nullopt;
+                     return median_at(column(r.arms[kAdaptive], &Sample::cpu_us), p) / empty;
+                 });
 
     // Short-lived pipes and processes. No preloaded library does better
     // than the empty one (one symbol, no constructor): its wall ratio in the
@@ -150,17 +192,21 @@ std::vector<Check> acceptance(const Report& rep) {
         for (const auto& [arm, threshold] : {std::pair{kAdaptive, 0.97}, std::pair{kOff, 0.98}}) {
             const std::size_t a = arm;
             k.wall_ratio_bounded(id, a, threshold, empty_ratio);
-            k.add(id, fmt::format("empty preload / {} (wall), the shim's own share", kArms[a].name),
-                  true, threshold, [&](const CaseRun& r) -> std::optional<double> {
-                      const std::optional<double> e = empty_ratio(r);
-                      if (!e || !rep.runs_arm(a)) return std::nullopt;
-                      return r.arms[a].wall_ratio / *e;
-                  });
+            k.add_rounds(
+                id, fmt::format("empty preload / {} (wall), the shim's own share", kArms[a].name),
+                true, threshold, [&, a](const CaseRun& r, Picks p) -> std::optional<double> {
+                    if (!rep.runs_arm(kEmpty) || !rep.runs_arm(a)) return std::nullopt;
+                    const double e = wall_ratio_at(r, kEmpty, p);
+                    if (!(e > 0)) return std::nullopt;
+                    return wall_ratio_at(r, a, p) / e;
+                });
         }
     }
     const CaseRun* spawn = find_run(rep, "spawn");
     const std::optional<double> empty_added =
         spawn ? added(rep, *spawn, kEmpty) : std::optional<double>();
+    // No interval: the allowance is measured in the same run, so the rounds
+    // would move the threshold as well as the value.
     for (std::size_t arm : {kOff, kAdaptive}) {
         const double allowance = spawn_allowance_us(empty_added.value_or(0));
         k.add(
@@ -178,38 +224,46 @@ std::vector<Check> acceptance(const Report& rep) {
     // mappings are copied and torn down too): that is the bound, and the
     // shim's own share, off - empty preload, is held to the same 3 µs.
     auto empty_added_of = [&](const CaseRun& r) { return added(rep, r, kEmpty); };
-    k.add_bounded("fork", "µs added per fork, off - no shim", false, 3,
-                  [&](const CaseRun& r) { return added(rep, r, kOff); }, empty_added_of);
-    k.add("fork", "µs added per fork, off - empty preload, the shim's own share", false, 3,
-          [&](const CaseRun& r) -> std::optional<double> {
-              const std::optional<double> off = added(rep, r, kOff), empty = empty_added_of(r);
-              if (!off || !empty) return std::nullopt;
-              return *off - *empty;
-          });
+    k.add_rounds(
+        "fork", "µs added per fork, off - no shim", false, 3,
+        [&](const CaseRun& r, Picks p) { return added_at(rep, r, kOff, p); }, empty_added_of,
+        rounds_of);
+    k.add_rounds("fork", "µs added per fork, off - empty preload, the shim's own share", false, 3,
+                 [&](const CaseRun& r, Picks p) -> std::optional<double> {
+                     const std::optional<double> off = added_at(rep, r, kOff, p),
+                                                 empty = added_at(rep, r, kEmpty, p);
+                     if (!off || !empty) return std::nullopt;
+                     return *off - *empty;
+                 });
     k.add("footprint", "bss of libpipespin.so (KiB)", false, 1024,
           [&](const CaseRun&) -> std::optional<double> {
               if (!rep.bss_bytes) return std::nullopt;
               return static_cast<double>(*rep.bss_bytes) / 1024;
           });
     for (std::size_t arm : {kOff, kAdaptive})
-        k.add("footprint", fmt::format("KiB of VmRSS added to `sleep 1`, {}", kArms[arm].name),
-              false, 256, [&](const CaseRun& r) { return added(rep, r, arm); });
+        k.add_rounds("footprint",
+                     fmt::format("KiB of VmRSS added to `sleep 1`, {}", kArms[arm].name), false,
+                     256, [&, arm](const CaseRun& r, Picks p) { return added_at(rep, r, arm, p); });
 
     // py-pingpong: per placement of the no-shim run, and where it was slow.
     const CaseRun* py = find_run(rep, "py-pingpong");
     const std::string slow = fmt::format("no shim ≥ {:g} µs", kSlowRoundTripUs);
-    auto group_ratio = [&](const RoundGroup& g) {
-        return std::optional(g.median[kAdaptive] > 0 ? g.median[kNoShim] / g.median[kAdaptive]
-                                                     : 0.0);
-    };
+    // A group's ratio over its own rounds (RoundGroup's medians), and its
+    // interval over resamples of them.
     auto group_check = [&](const RoundGroup* g, std::string_view name, double threshold) {
         const std::string what =
             fmt::format("rounds {}: no shim / adaptive (µs per round trip)",
                         g ? fmt::format("{} ({} of {})", g->name, g->rounds.size(),
                                         py->arms[kNoShim].samples.size())
                           : std::string(name));
-        k.add("py-pingpong", what, true, threshold,
-              [&](const CaseRun&) { return g ? group_ratio(*g) : std::optional<double>(); });
+        k.add_rounds(
+            "py-pingpong", what, true, threshold,
+            [&](const CaseRun& r, Picks p) -> std::optional<double> {
+                if (!g) return std::nullopt;
+                return median_ratio(figures(r.arms[kNoShim]), figures(r.arms[kAdaptive]), p);
+            },
+            [](const CaseRun&) { return std::optional<double>(); },
+            [&](const CaseRun&) { return g ? g->rounds : std::vector<std::size_t>(); });
     };
     bool any_placement = false;
     if (py)

@@ -1,6 +1,7 @@
 // bench matrix: the two renderings of a report, Markdown (for people and BENCHMARKS.md) and JSON
 // (every sample, for machines). Both are drawn from the same Report and the same checks, so they
 // cannot disagree (tests/cli compares them anyway).
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -235,10 +236,23 @@ std::string acceptance_table(const Report& rep) {
         "the shim adds to that empty preload. For `fork` the bound is the least a fork can "
         "cost more, what the empty preload adds, and the line after it the shim's own share "
         "(off - empty preload).\n\n";
-    md += "| check | value | threshold | bound on this host | result |\n|---|--:|--:|--:|---|\n";
+    md +=
+        "| check | value | 95% interval | threshold | bound on this host | result "
+        "|\n|---|--:|--:|--:|--:|---|\n";
     for (const Check& c : acceptance(rep))
-        md += fmt::format("| {} | {} | {} | {} | {} |\n", c.what, c.value, c.threshold,
-                          c.bound ? fmt::format("{:.3f}", *c.bound) : "", verdict_text(c));
+        md += fmt::format(
+            "| {} | {} | {} | {} | {} | {} |\n", c.what, c.value,
+            c.interval ? fmt::format("[{:.3f}, {:.3f}]", c.interval->low, c.interval->high) : "",
+            c.threshold, c.bound ? fmt::format("{:.3f}", *c.bound) : "", verdict_text(c));
+    md += fmt::format(
+        "\nThe verdicts are the medians'. The 95% interval is how far the value moves when the "
+        "rounds are drawn again: a percentile bootstrap, the rounds resampled as wholes with "
+        "every arm's run in them ({} resamples, seed {}), the value recomputed from each. Where "
+        "it includes the threshold, the result says \"{}\": this run cannot tell a pass from a "
+        "fail, and the same code may read the other way next time; more rounds narrow it. With "
+        "few rounds (under 10 or so) it is narrower than the truth. None for a single round, "
+        "for `spawn` (its allowance is measured in the same rounds) and for the bss.\n",
+        kBootstrapResamples, kIntervalSeed, kUnresolved);
     return md;
 }
 
@@ -324,6 +338,10 @@ std::string check_json(const Check& c) {
         .str("value", c.value)
         .str("threshold", c.threshold)
         .raw("bound", json_fixed(c.bound, 4))
+        .raw("interval", c.interval
+                             ? json_fixed_array(std::array{c.interval->low, c.interval->high}, 4)
+                             : "null")
+        .raw("resolved", c.resolved ? (*c.resolved ? "true" : "false") : "null")
         .str("result", verdict_name(c.verdict))
         .raw("pass", c.verdict == Verdict::Pass   ? "true"
                      : c.verdict == Verdict::Fail ? "false"

@@ -233,10 +233,11 @@ void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms) {
             a.figure = summary_of(a.samples, [](const Sample& s) { return *s.figure; });
     }
     const ArmResult& base = run.arms[kNoShim];
+    const std::vector<std::size_t> every = rounds_of(run);
     for (std::size_t i : arms) {
         ArmResult& a = run.arms[i];
-        a.wall_ratio = a.wall.median > 0 ? base.wall.median / a.wall.median : 0;
-        a.cpu_ratio = base.cpu.median > 0 ? a.cpu.median / base.cpu.median : 0;
+        a.wall_ratio = wall_ratio_at(run, i, every);
+        a.cpu_ratio = cpu_ratio_at(run, i, every);
     }
     if (!run.floor_samples.empty()) {
         run.floor = summarize(run.floor_samples);
@@ -264,6 +265,34 @@ void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms) {
               [p](const Sample& s) { return classify_placement(s.same_cpu, s.cpu_samples) == p; });
     group(fmt::format("no shim ≥ {:g} µs", kSlowRoundTripUs),
           [](const Sample& s) { return *s.figure >= kSlowRoundTripUs; });
+}
+
+std::vector<double> column(const ArmResult& a, double Sample::*field) {
+    std::vector<double> v;
+    v.reserve(a.samples.size());
+    for (const Sample& s : a.samples) v.push_back(s.*field);
+    return v;
+}
+
+std::vector<double> figures(const ArmResult& a) {
+    std::vector<double> v;
+    v.reserve(a.samples.size());
+    for (const Sample& s : a.samples) v.push_back(s.figure.value_or(0));
+    return v;
+}
+
+std::vector<std::size_t> rounds_of(const CaseRun& run) {
+    return all_rounds(run.arms[kNoShim].samples.size());
+}
+
+double wall_ratio_at(const CaseRun& run, std::size_t arm, Picks picks) {
+    return median_ratio(column(run.arms[kNoShim], &Sample::wall_us),
+                        column(run.arms[arm], &Sample::wall_us), picks);
+}
+
+double cpu_ratio_at(const CaseRun& run, std::size_t arm, Picks picks) {
+    return median_ratio(column(run.arms[arm], &Sample::cpu_us),
+                        column(run.arms[kNoShim], &Sample::cpu_us), picks);
 }
 
 std::string load_average() {

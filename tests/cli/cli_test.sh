@@ -276,7 +276,10 @@ case_bench_matrix() {
   expect_in "$md" "Empty preload: $(dirname "$library")/libpipespin-empty.so"
   expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op | vol. cs/op | invol. cs/op |"
   expect_in "$md" "Acceptance"
-  expect_in "$md" "| check | value | threshold | bound on this host | result |"
+  expect_in "$md" "| check | value | 95% interval | threshold | bound on this host | result |"
+  # One round has nothing to resample: no interval, so nothing unresolved.
+  expect_in "$md" "The 95% interval is how far the value moves"
+  expect_not_in "$md" "(interval includes the threshold)"
   # One row per arm of each case that ran, and a note for each that did not.
   for c in $matrix_cases; do
     if grep -qF "skipping $c:" "$md"; then
@@ -298,12 +301,12 @@ case_bench_matrix() {
     floors=$((floors + 1))
     grep -qE "^\| $c \| \`pipespin bench-worker floor(-blocks)? --expect-no-shim [0-9]+\`: .* \| [0-9.]+ µs per [a-z ]+ \| [0-9.]*[1-9][0-9.]*x \|\$" "$md" ||
       { cat "$md" >&2; fail "no floor row with a positive bound for $c"; }
-    grep -qE "^\| \`$c\`: [a-z ,/-]*no shim / adaptive \(wall\) \| [0-9.]+ \| ≥ [0-9.]+ \| [0-9.]*[1-9][0-9.]* \| (PASS|FAIL|unreachable here \(bound [0-9.]+\)) \|\$" "$md" ||
+    grep -qE "^\| \`$c\`: [a-z ,/-]*no shim / adaptive \(wall\) \| [0-9.]+ \|  \| ≥ [0-9.]+ \| [0-9.]*[1-9][0-9.]* \| (PASS|FAIL|unreachable here \(bound [0-9.]+\)) \|\$" "$md" ||
       { cat "$md" >&2; fail "no bound in the speed-up check of $c"; }
   done
   [ "$(grep -c '^| [a-z0-9-]* | `pipespin bench-worker floor' "$md")" -eq "$floors" ] || { cat "$md" >&2; fail "floor rows"; }
   expect_in "$md" "| \`seq-wc\`: no shim / adaptive (wall) | "
-  grep -qE '^\| `seq-wc`: no shim / adaptive \(wall\) \| [0-9.]+ \| ≥ 1 \|  \| (PASS|FAIL) \|$' "$md" ||
+  grep -qE '^\| `seq-wc`: no shim / adaptive \(wall\) \| [0-9.]+ \|  \| ≥ 1 \|  \| (PASS|FAIL) \|$' "$md" ||
     { cat "$md" >&2; fail "seq-wc has a bound"; }
   # Progress: one line per run and floor on stderr (the footprint has no row
   # in the table of times, but runs in every arm).
@@ -400,6 +403,8 @@ for chk in d["acceptance"]:
         assert abs(chk["bound"] - (fig["empty preload"] - fig["no shim"])) < 2e-3, (chk, fig)
     else:
         assert chk["bound"] == (bounds.get(case) if speedup else None), chk
+    # One round: nothing to resample.
+    assert chk["interval"] is None and chk["resolved"] is None, chk
     if chk["value"] == "not run":
         assert chk["result"] == "not run" and chk["pass"] is None, chk
         continue
@@ -441,10 +446,18 @@ for line in open(sys.argv[2]):
         rows[cells[0]] = cells[1:]
 close = lambda text, x, tol: abs(float(text) - x) <= tol
 for chk in d["acceptance"]:
-    value, threshold, bound, result = rows[chk["check"]]
+    value, interval, threshold, bound, result = rows[chk["check"]]
     assert (value, threshold) == (chk["value"], chk["threshold"]), (rows[chk["check"]], chk)
-    b = chk["bound"]
+    b, ci = chk["bound"], chk["interval"]
     assert (bound == "") if b is None else close(bound, b, 1.5e-3), (bound, chk)
+    if ci is None:
+        assert interval == "", (interval, chk)
+    else:
+        m = re.fullmatch(r"\[(-?[0-9.]+), (-?[0-9.]+)\]", interval)
+        assert m and close(m.group(1), ci[0], 1.5e-3) and close(m.group(2), ci[1], 1.5e-3), (interval, chk)
+    unresolved = " (interval includes the threshold)"
+    assert result.endswith(unresolved) == (chk["resolved"] is False), (result, chk)
+    result = result.removesuffix(unresolved)
     if chk["result"] == "unreachable":
         m = re.fullmatch(r"unreachable here \(bound ([0-9.]+)\)", result)
         assert m and close(m.group(1), b, 0.011), (result, chk)
@@ -460,6 +473,63 @@ EOF3
   # --plot FILE.png: gnuplot runs, and writes it.
   expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases fork --plot "$work/f.png"
   [ "$(head -c 8 "$work/f.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
+}
+
+# Three rounds: each check whose value is a statistic of the rounds has a 95%
+# interval from resamples of them, in the JSON and the Markdown; a result says
+# when its interval holds the threshold.
+case_bench_matrix_intervals() {
+  command -v python3 >/dev/null || skip "python3 is not installed"
+  expect_status 0 "$pipespin" bench matrix --quick --rounds 3 --cases seq-wc,sparse,fork,xargs \
+    --markdown "$work/m.md" --json "$work/m.json"
+  expect_in "$work/m.md" "| check | value | 95% interval | threshold | bound on this host | result |"
+  python3 - "$work/m.json" "$work/m.md" <<'EOF4' || fail "intervals"
+import json, re, statistics, sys
+d = json.load(open(sys.argv[1]))
+rows = {}
+for line in open(sys.argv[2]):
+    if line.startswith("| `"):
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        rows[cells[0]] = cells[1:]
+cases = {c["id"]: {a["name"]: a for a in c["arms"]} for c in d["cases"]}
+assert set(cases) == {"seq-wc", "sparse", "fork", "xargs"}, cases.keys()
+with_interval, unresolved, widths = 0, 0, []
+for chk in d["acceptance"]:
+    case = chk["check"].split("`")[1]
+    ci = chk["interval"]
+    if case not in cases:
+        assert chk["value"] == "not run" and ci is None and chk["resolved"] is None, chk
+        continue
+    # Every check of these cases is a statistic of the rounds.
+    assert ci is not None and len(ci) == 2 and ci[0] <= ci[1], chk
+    with_interval += 1
+    widths.append(ci[1] - ci[0])
+    v = float(chk["value"])
+    # Three rounds: the resamples that hold each round once (6 of 27) give
+    # the value itself, so the interval cannot leave it out.
+    assert ci[0] - 5e-4 <= v <= ci[1] + 5e-4, chk
+    op, t = chk["threshold"].split()[:2]
+    t = float(t)
+    if min(abs(t - ci[0]), abs(t - ci[1])) > 2e-4:
+        assert chk["resolved"] == (not ci[0] <= t <= ci[1]), chk
+    unresolved += chk["resolved"] is False
+    # A ratio of medians of the rounds stays within the ratios of their extremes.
+    m = re.fullmatch(r"`[a-z-]+`: no shim / (\w+) \(wall\)", chk["check"])
+    if m:
+        base, arm = cases[case]["no shim"]["wall_us"], cases[case][m.group(1)]["wall_us"]
+        assert min(base) / max(arm) - 1e-4 <= ci[0] and ci[1] <= max(base) / min(arm) + 1e-4, (chk, base, arm)
+        want = statistics.median(base) / statistics.median(arm)
+        assert abs(v - want) < 1e-3, (chk, want)
+    cells = rows[chk["check"]]
+    m = re.fullmatch(r"\[(-?[0-9.]+), (-?[0-9.]+)\]", cells[1])
+    assert m and abs(float(m.group(1)) - ci[0]) < 1.5e-3 and abs(float(m.group(2)) - ci[1]) < 1.5e-3, cells
+    assert cells[4].endswith("(interval includes the threshold)") == (chk["resolved"] is False), cells
+    assert cells[4].split(" ")[0] in ("PASS", "FAIL", "unreachable"), cells
+# seq-wc 1, sparse 2, fork 2, xargs 4.
+assert with_interval == 9, with_interval
+assert any(w > 0 for w in widths), widths
+print("checks with an interval:", with_interval, "unresolved:", unresolved)
+EOF4
 }
 
 # A PATH with only what the pipelines need: perf, hackbench and gnuplot are
