@@ -126,14 +126,20 @@ LoadStatus load_config_file(const char* path, unsigned euid, char* buf, std::siz
 // (no valid value is that long) is kept only as its length and first
 // bytes: apply_env() refuses it whole, as a bad value, never a cut one.
 struct EnvOverlay {
-    static constexpr std::size_t kSlot = 256;
-    // Flags and lengths first: a process with one PIPESPIN_* variable set
-    // writes the start of the overlay only (one page, not two).
+    static constexpr std::size_t kSlot = 256;  // a value's bytes kept at most, with its '\0'
+    // Flags, lengths and offsets first, then the values one after another
+    // in the order they were captured: a process with a few short
+    // PIPESPIN_* variables writes the first few hundred bytes of the
+    // overlay only (the shim keeps those where they cost no page fault of
+    // their own, settings.cpp).
     bool set[kOptionCount] = {};
+    std::uint16_t at[kOptionCount] = {};    // where the value starts in text
     std::size_t length[kOptionCount] = {};  // the value's full length
-    char text[kOptionCount][kSlot] = {};
+    char text[kOptionCount * kSlot] = {};
     bool too_long(std::size_t i) const noexcept { return length[i] >= kSlot; }
+    const char* value(std::size_t i) const noexcept { return text + at[i]; }
 };
+static_assert(sizeof(EnvOverlay::text) <= 65536, "EnvOverlay::at reaches every value");
 // Into a fresh (all clear) overlay, which only what is set is written to
 // (the shim's constructor touches no page of it when nothing is set).
 // Returns how many PIPESPIN_* variables are set (0: nothing to apply).

@@ -30,13 +30,19 @@ void warn_too_long(const char* name, const OptionSpec& spec, std::string_view st
     warn(ctx, msg);
 }
 
-void put(EnvOverlay& env, std::size_t i, const char* text) noexcept {
+// Appends option i's value at `used` (a count kept by the caller: the
+// overlay itself is only written, see EnvOverlay). Each option is put at
+// most once, so the values always fit.
+void put(EnvOverlay& env, std::size_t i, const char* text, std::size_t& used) noexcept {
+    char* out = env.text + used;
     std::size_t n = 0;
     while (text[n] != '\0' && n + 1 < EnvOverlay::kSlot) {
-        env.text[i][n] = text[n];
+        out[n] = text[n];
         ++n;
     }
-    env.text[i][n] = '\0';
+    out[n] = '\0';
+    env.at[i] = static_cast<std::uint16_t>(used);
+    used += n + 1;
     while (text[n] != '\0') ++n;
     env.length[i] = n;
     env.set[i] = true;
@@ -58,12 +64,13 @@ const char* value_for(const OptionSpec& spec, const char* var) noexcept {
 unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
     char name[64];
     unsigned captured = 0;
+    std::size_t used = 0;
     for (const OptionSpec& spec : option_table()) {
         const std::size_t i = index_of(spec.id);
         if (!env_name_into(spec, name, sizeof name)) continue;
         const char* text = getenv_fn(name, ctx);
         if (text == nullptr) continue;
-        put(env, i, text);
+        put(env, i, text, used);
         ++captured;
     }
     return captured;
@@ -71,6 +78,7 @@ unsigned capture_env(GetEnv getenv_fn, void* ctx, EnvOverlay& env) noexcept {
 
 unsigned capture_env_vars(const char* const* vars, int count, EnvOverlay& env) noexcept {
     unsigned captured = 0;
+    std::size_t used = 0;
     // Which are taken, kept here: reading env.set first would be a read
     // fault on the overlay's page, then the write a second one.
     bool taken[kOptionCount] = {};
@@ -81,7 +89,7 @@ unsigned capture_env_vars(const char* const* vars, int count, EnvOverlay& env) n
             if (text == nullptr) continue;
             if (!taken[i]) {  // the first one, as getenv takes
                 taken[i] = true;
-                put(env, i, text);
+                put(env, i, text, used);
                 ++captured;
             }
             break;
@@ -101,11 +109,11 @@ unsigned apply_env(const EnvOverlay& env, Options& options, OptionSources& sourc
         if (env.too_long(i)) {
             ++problems;
             if (warn != nullptr && env_name_into(spec, name, sizeof name))
-                warn_too_long(name, spec, env.text[i], env.length[i], options, warn, ctx);
+                warn_too_long(name, spec, env.value(i), env.length[i], options, warn, ctx);
             continue;
         }
         const ParseStatus status =
-            apply_option(spec, env.text[i], options, warn ? why : nullptr, sizeof why);
+            apply_option(spec, env.value(i), options, warn ? why : nullptr, sizeof why);
         if (status == ParseStatus::Ok || status == ParseStatus::AboveMax ||
             status == ParseStatus::BelowMin) {
             sources.kind[i] = SourceKind::Env;

@@ -33,7 +33,12 @@ namespace {
 constinit const char* g_path = kDefaultConfigPath;
 PIPESPIN_COLD constinit char g_path_buf[4096] = {};
 constinit bool g_must_exist = false;
-PIPESPIN_COLD constinit EnvOverlay g_env;
+// The PIPESPIN_* variables as captured: written only when some are set.
+// Its section sorts (--sort-section=name) after the other small variables
+// and before the cold ones (.bss.zz.cold): its start, where a few short
+// values go, then shares the page the loader already wrote at load time
+// (the end of .data), and capturing them is no page fault of its own.
+[[gnu::section(".bss.zy.env")]] constinit EnvOverlay g_env;
 constinit bool g_env_any = false;  // g_env holds a value (else it is not read)
 PIPESPIN_COLD constinit char g_exe[4096] = {};
 constinit ProgramId g_program;

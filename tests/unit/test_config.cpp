@@ -239,9 +239,9 @@ TEST_CASE("config: the variables as listed capture what getenv would", "[config]
         INFO("option " << i);
         CHECK(listed.set[i] == looked_up.set[i]);
         CHECK(listed.length[i] == looked_up.length[i]);
-        CHECK(std::string(listed.text[i]) == std::string(looked_up.text[i]));
+        CHECK(std::string(listed.value(i)) == std::string(looked_up.value(i)));
     }
-    CHECK(std::string(listed.text[idx("mode")]) == "fixed");
+    CHECK(std::string(listed.value(idx("mode"))) == "fixed");
     CHECK(listed.too_long(idx("log_file")));
     CHECK_FALSE(listed.set[idx("probe")]);
 }
