@@ -157,8 +157,7 @@ bool plain_inline_on() noexcept {
     // The periodic hooks: one call in 16; in a run of not spinning, every
     // call that comes here (the fast lane counts the others), which is the
     // first and the last of each epoch of 64: one in 32.
-    const bool plain_inline = plain_inline_on();
-    if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline))
+    if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline_on()))
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
@@ -166,10 +165,14 @@ bool plain_inline_on() noexcept {
     if (budget != 0) return {info.state, budget};
     if (!settle_early(st, params)) return {info.state, 0};
     // Counted: if the run of not spinning goes on, the fast lane counts
-    // the calls up to its epoch's last.
-    if (plain_inline)
+    // the calls up to its epoch's last. The settings are asked anew (the
+    // hooks above may have applied new ones: a reload, an A/B switch),
+    // after the lanes' tag, so that settings that change after this look
+    // void the lane (configure() stores them before it moves the tag on).
+    const std::uint32_t tag = table().fast_tag();
+    if (plain_inline_on())
         if (const std::uint32_t n = SpinPolicy::inline_run(st.policy))
-            table().arm_fast(fd, dir, n);
+            table().arm_fast(fd, dir, n, tag);
     return {};
 }
 

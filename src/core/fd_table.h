@@ -186,10 +186,16 @@ public:
     // changes nothing. A few instructions, no call: the wrappers ask it
     // before anything else of the engine.
     bool count_fast(int fd, Dir d) noexcept;
+    // The lanes' tag now. Read it before the settings a lane is armed
+    // under: a change of settings after it voids the lane.
+    std::uint32_t fast_tag() const noexcept {
+        return fast_tag_.load(std::memory_order_acquire) & 0xffff;
+    }
     // Arms fd's lane for d for the next n calls (1..kFastMax), which
-    // count_fast() then counts. The caller settles the lane first (a lane
-    // that still had calls pending would lose them).
-    void arm_fast(int fd, Dir d, std::uint32_t n) noexcept;
+    // count_fast() then counts while `tag` (fast_tag()) is current. The
+    // caller settles the lane first (a lane that still had calls pending
+    // would lose them).
+    void arm_fast(int fd, Dir d, std::uint32_t n, std::uint32_t tag) noexcept;
     // The calls fd's lane for d counted since it was armed (0 for a void
     // lane), and the lane cleared (no store when it already is).
     std::uint32_t take_fast(int fd, Dir d) noexcept;

@@ -248,7 +248,7 @@ TEST_CASE_METHOD(Fixture, "a fast lane counts the calls it was armed for, then n
                  "[fd_table][fast]") {
     t.set_pipe(3, 4);
     CHECK_FALSE(t.count_fast(3, Dir::Read));  // never armed
-    t.arm_fast(3, Dir::Read, 3);
+    t.arm_fast(3, Dir::Read, 3, t.fast_tag());
     CHECK_FALSE(t.count_fast(3, Dir::Write));  // the other direction's lane
     CHECK_FALSE(t.count_fast(4, Dir::Read));   // another fd's
     for (int i = 0; i < 3; ++i) CHECK(t.count_fast(3, Dir::Read));
@@ -257,9 +257,9 @@ TEST_CASE_METHOD(Fixture, "a fast lane counts the calls it was armed for, then n
     CHECK(t.take_fast(3, Dir::Read) == 0);  // taken once
     CHECK_FALSE(t.count_fast(3, Dir::Read));
     // No lanes above kFastFds, nor for negative fds.
-    t.arm_fast(FdTable::kFastFds, Dir::Read, 3);
+    t.arm_fast(FdTable::kFastFds, Dir::Read, 3, t.fast_tag());
     CHECK_FALSE(t.count_fast(FdTable::kFastFds, Dir::Read));
-    t.arm_fast(-1, Dir::Read, 3);
+    t.arm_fast(-1, Dir::Read, 3, t.fast_tag());
     CHECK_FALSE(t.count_fast(-1, Dir::Read));
     CHECK(t.take_fast(-1, Dir::Read) == 0);
 }
@@ -270,7 +270,7 @@ TEST_CASE_METHOD(Fixture, "what a lane counted is in the fd's counters and its p
     FdState& s = *t.lookup(3, nullptr).state;
     s.dir[0].calls.store(1);
     s.dir[0].policy.epoch_calls.store(1);
-    t.arm_fast(3, Dir::Read, 10);
+    t.arm_fast(3, Dir::Read, 10, t.fast_tag());
     for (int i = 0; i < 4; ++i) REQUIRE(t.count_fast(3, Dir::Read));
     // A snapshot sees them before they are settled.
     CHECK(snapshot_calls(t, StatDir::Read) == 5);
@@ -285,7 +285,7 @@ TEST_CASE_METHOD(Fixture, "what a lane counted is in the fd's counters and its p
 TEST_CASE_METHOD(Fixture, "a close folds what the lane counted, and the next fd starts clear",
                  "[fd_table][fast]") {
     t.set_pipe(3, 4);
-    t.arm_fast(3, Dir::Read, 10);
+    t.arm_fast(3, Dir::Read, 10, t.fast_tag());
     for (int i = 0; i < 7; ++i) REQUIRE(t.count_fast(3, Dir::Read));
     t.forget(3);
     CHECK(snapshot_calls(t, StatDir::Read) == 7);  // in the process's totals
@@ -297,8 +297,8 @@ TEST_CASE_METHOD(Fixture, "a close folds what the lane counted, and the next fd 
 
 TEST_CASE_METHOD(Fixture, "new settings settle every lane and void it", "[fd_table][fast]") {
     t.set_pipe(3, 4);
-    t.arm_fast(3, Dir::Read, 10);
-    t.arm_fast(4, Dir::Write, 10);
+    t.arm_fast(3, Dir::Read, 10, t.fast_tag());
+    t.arm_fast(4, Dir::Write, 10, t.fast_tag());
     REQUIRE(t.count_fast(3, Dir::Read));
     REQUIRE(t.count_fast(4, Dir::Write));
     REQUIRE(t.count_fast(4, Dir::Write));
@@ -309,14 +309,20 @@ TEST_CASE_METHOD(Fixture, "new settings settle every lane and void it", "[fd_tab
     CHECK(t.lookup(4, nullptr).state->dir[1].calls.load() == 2);
     CHECK(snapshot_calls(t, StatDir::Write) == 2);
     // A lane armed under the new settings counts again.
-    t.arm_fast(3, Dir::Read, 2);
+    t.arm_fast(3, Dir::Read, 2, t.fast_tag());
     CHECK(t.count_fast(3, Dir::Read));
+    // One armed with the tag of before a change (the engine read it, then
+    // the settings changed under it) counts nothing.
+    const std::uint32_t before = t.fast_tag();
+    t.void_fast();
+    t.arm_fast(4, Dir::Write, 5, before);
+    CHECK_FALSE(t.count_fast(4, Dir::Write));
 }
 
 TEST_CASE_METHOD(Fixture, "after fork, a lane armed by the parent counts nothing in the child",
                  "[fd_table][fast]") {
     t.set_pipe(3, 4);
-    t.arm_fast(3, Dir::Read, 10);
+    t.arm_fast(3, Dir::Read, 10, t.fast_tag());
     REQUIRE(t.count_fast(3, Dir::Read));
     t.new_process();  // the child, whose counters start from zero
     CHECK_FALSE(t.count_fast(3, Dir::Read));
