@@ -137,9 +137,14 @@ __attribute__((visibility("hidden"))) extern constinit FdTable g_table;
 // A read or write that moves no bytes, or any call of an inert process
 // (Runtime::inert: mode off with nothing to report), is the real call
 // alone. Inline, so that the wrappers test it before anything else of the
-// shim's runs.
+// shim's runs: io_inert() first of all (one load; set only once the real
+// functions are resolved, by configure() during start-up, and never
+// cleared in such a process, which looks for no new settings).
+inline bool io_inert() noexcept {
+    return engine::g_runtime.inert.load(std::memory_order_relaxed);
+}
 inline bool io_untracked(std::size_t n) noexcept {
-    return n == 0 || engine::g_runtime.inert.load(std::memory_order_relaxed);
+    return n == 0 || io_inert();
 }
 // A call on a pipe in a run of not spinning, counted here and now on the
 // fd's fast lane (FdTable::count_fast(): a load, a compare and a store):

@@ -84,18 +84,23 @@ namespace {
     return write_waiting(b, fd, buf, n);
 }
 
+// An inert process (mode off with nothing to report: the A/B control arm,
+// a process switched off) is asked about first, with one load: its calls
+// are the real calls and nothing else, whether or not the shim is engaged
+// or busy (the real functions are resolved before it can be inert).
 inline ssize_t do_read(int fd, void* buf, size_t n) {
+    if (io_inert()) return real_read.tail_call(fd, buf, n);
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
-    if (io_untracked(n) || io_counted_fast(fd, Dir::Read)) return real_read.tail_call(fd, buf, n);
+    if (n == 0 || io_counted_fast(fd, Dir::Read)) return real_read.tail_call(fd, buf, n);
     return read_tracked(fd, buf, n);
 }
 
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
+    if (io_inert()) return real_write.tail_call(fd, buf, n);
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
-    if (io_untracked(n) || io_counted_fast(fd, Dir::Write))
-        return real_write.tail_call(fd, buf, n);
+    if (n == 0 || io_counted_fast(fd, Dir::Write)) return real_write.tail_call(fd, buf, n);
     return write_tracked(fd, buf, n);
 }
 
