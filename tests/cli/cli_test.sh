@@ -436,14 +436,11 @@ for chk in d["acceptance"]:
 print("verdicts seen:", sorted(seen))
 EOF2
   # The Markdown says the same as the JSON.
-  python3 - "$work/m.json" "$md" <<'EOF3' || fail "Markdown and JSON disagree"
+  PYTHONPATH="$(dirname "$0")" python3 - "$work/m.json" "$md" <<'EOF3' || fail "Markdown and JSON disagree"
 import json, re, sys
 d = json.load(open(sys.argv[1]))
-rows = {}
-for line in open(sys.argv[2]):
-    if line.startswith("| `"):
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        rows[cells[0]] = cells[1:]
+from matrix_table import acceptance_rows
+rows = acceptance_rows(sys.argv[2])
 close = lambda text, x, tol: abs(float(text) - x) <= tol
 for chk in d["acceptance"]:
     value, interval, threshold, bound, result = rows[chk["check"]]
@@ -483,14 +480,11 @@ case_bench_matrix_intervals() {
   expect_status 0 "$pipespin" bench matrix --quick --rounds 3 --cases seq-wc,sparse,fork,xargs \
     --markdown "$work/m.md" --json "$work/m.json"
   expect_in "$work/m.md" "| check | value | 95% interval | threshold | bound on this host | result |"
-  python3 - "$work/m.json" "$work/m.md" <<'EOF4' || fail "intervals"
+  PYTHONPATH="$(dirname "$0")" python3 - "$work/m.json" "$work/m.md" <<'EOF4' || fail "intervals"
 import json, re, statistics, sys
 d = json.load(open(sys.argv[1]))
-rows = {}
-for line in open(sys.argv[2]):
-    if line.startswith("| `"):
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        rows[cells[0]] = cells[1:]
+from matrix_table import acceptance_rows
+rows = acceptance_rows(sys.argv[2])
 cases = {c["id"]: {a["name"]: a for a in c["arms"]} for c in d["cases"]}
 assert set(cases) == {"seq-wc", "sparse", "fork", "xargs"}, cases.keys()
 with_interval, unresolved, widths = 0, 0, []
