@@ -150,10 +150,7 @@ bool plain_inline_on() noexcept {
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
     // What the fd's lane counted, before anything reads the epoch.
-    if (const std::uint32_t n = table().take_fast(fd, dir)) {
-        bump(st.calls, n);
-        SpinPolicy::settle_inline(st.policy, n);
-    }
+    table().settle_fast(fd, dir, st);
     // The periodic hooks: one call in 16; in a run of not spinning, every
     // call that comes here (the fast lane counts the others), which is the
     // first and the last of each epoch of 64: one in 32.

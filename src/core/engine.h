@@ -61,8 +61,9 @@ struct Plan {
 //    whose pipes are always ready, or that adaptive mode keeps from
 //    spinning, makes no slow-path call; in a run of not spinning without
 //    statistics lines, one in 32: see begin_io_full() in engine.cpp), and
-//    after every timed read (Plan::Timed), which has the clock in hand. Called once its deadline
-//    (coarse monotonic ns) has passed, it returns the next one (0: none);
+//    after every timed read (Plan::Timed), which has the clock in hand.
+//    Called once its deadline (coarse monotonic ns) has passed, it returns
+//    the next one (0: none);
 //  - live retuning every reload_ms: look for a changed config file and, if
 //    it changed, apply it (configure()).
 using StatsTick = std::uint64_t (*)(std::uint64_t now_ns) noexcept;

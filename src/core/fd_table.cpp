@@ -155,15 +155,10 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     // closing the fds it inherited touches no page of their state.
     FdState& s = b->state(index_in_block(fd));
     if (static_cast<std::uint32_t>(w) & fdbits::kHasAux) s.aux.store(0, kRelaxed);
-    const bool ours = is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed);
-    // The number's fast lanes count nothing for its next occupant.
-    if (ours) {
+    // The number's fast lanes count nothing for its next occupant: what
+    // they counted is the fd's (if its counters are this process's).
+    if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
         settle_fast(fd, s);
-    } else if (fast_armed_.load(kRelaxed)) {
-        take_fast(fd, Dir::Read);
-        take_fast(fd, Dir::Write);
-    }
-    if (ours) {
         // What the fd counted so far belongs to the process, not to whatever
         // the number names next. A call racing with the close may still
         // count into the state after this: it is then folded with the next
@@ -172,6 +167,9 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
             const Counters c = s.dir[d].take();
             if (c.any()) process().at(kind_of(w), static_cast<StatDir>(d)).add(c);
         }
+    } else if (fast_armed_.load(kRelaxed)) {
+        take_fast(fd, Dir::Read);
+        take_fast(fd, Dir::Write);
     }
     if (is_pipe(bits)) become_pipe(*b, fd, learnt_from);
     std::uint64_t fresh;
@@ -322,15 +320,17 @@ std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
     return fast_pending(v);
 }
 
+void FdTable::settle_fast(int fd, Dir d, DirState& st) noexcept {
+    const std::uint32_t n = take_fast(fd, d);
+    if (n == 0) return;
+    bump(st.calls, n);
+    SpinPolicy::settle_inline(st.policy, n);
+}
+
 void FdTable::settle_fast(int fd, FdState& s) noexcept {
     if (!fast_armed_.load(kRelaxed)) return;
-    for (int d = 0; d < 2; ++d) {  // no {Read, Write} list: a constant's page to fault in
-        const std::uint32_t n = take_fast(fd, static_cast<Dir>(d));
-        if (n == 0) continue;
-        DirState& st = s.dir[d];
-        bump(st.calls, n);
-        SpinPolicy::settle_inline(st.policy, n);
-    }
+    for (int d = 0; d < 2; ++d)  // no {Read, Write} list: a constant's page to fault in
+        settle_fast(fd, static_cast<Dir>(d), s.dir[d]);
 }
 
 void FdTable::void_fast() noexcept {

@@ -173,9 +173,9 @@ public:
     // left unknown (info.pipe() false).
     FdInfo lookup(int fd, Classifier classify) noexcept;
     // lookup()'s answer where it takes a few loads and no call (every read
-    // and write the fast lane does not count asks): a known fd below 512 (not a pipe, or a pipe whose
-    // counters are this process's). Otherwise an info with a null cls:
-    // ask lookup().
+    // and write the fast lane does not count asks): a known fd below 512
+    // (not a pipe, or a pipe whose counters are this process's). Otherwise
+    // an info with a null cls: ask lookup().
     FdInfo lookup_known(int fd) noexcept;
 
     // The fast lane (see the top of this file). fds below kFastFds only.
@@ -199,9 +199,11 @@ public:
     // The calls fd's lane for d counted since it was armed (0 for a void
     // lane), and the lane cleared (no store when it already is).
     std::uint32_t take_fast(int fd, Dir d) noexcept;
-    // Settles both of fd's lanes into its state s: the calls they counted
-    // are added to s's counters and to the policy's epoch
+    // Settles fd's lane for d into st, fd's state for d: the calls it
+    // counted are added to st's counters and to the policy's epoch
     // (SpinPolicy::settle_inline), as if each had been counted on its own.
+    void settle_fast(int fd, Dir d, DirState& st) noexcept;
+    // The same for both of fd's lanes, into its state s.
     void settle_fast(int fd, FdState& s) noexcept;
     // New settings: every lane is settled, then voided (the tag moves on),
     // so that no call is counted past a change that may make it spin.
@@ -352,15 +354,15 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
 }
 
 inline bool FdTable::count_fast(int fd, Dir d) noexcept {
-    if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kFastFds)) [[unlikely]]
+    std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
+    if (lane == nullptr) [[unlikely]]
         return false;
-    std::atomic<std::uint32_t>& lane = fast_[fd][static_cast<int>(d)];
-    const std::uint32_t v = lane.load(std::memory_order_relaxed);
+    const std::uint32_t v = lane->load(std::memory_order_relaxed);
     if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff) || (v & 0xff) == 0)
         return false;
     // Two threads on one fd and direction at once may lose a count, as
     // bump() may: statistics, and an epoch a call longer.
-    lane.store(v - 1, std::memory_order_relaxed);
+    lane->store(v - 1, std::memory_order_relaxed);
     return true;
 }
 

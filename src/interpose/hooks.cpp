@@ -66,10 +66,9 @@ namespace {
 // check_tailcalls.sh looks at the machine code).
 //
 // read_tracked, write_tracked: a call the engine looks at (engaged, not
-// io_untracked(), not counted on the fast lane): its first step, then the
-// real call or the wait. Apart
-// from do_read() and do_write(), so that their other paths, all tail
-// calls, save no register.
+// inert, not of 0 bytes, not counted on the fast lane): its first step,
+// then the real call or the wait. Apart from do_read() and do_write(), so
+// that their other paths, all tail calls, save no register.
 [[gnu::noinline]] ssize_t read_tracked(int fd, void* buf, size_t n) {
     const Begun b = begin_read(fd);
     if (b.state == nullptr) [[likely]]
