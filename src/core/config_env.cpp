@@ -51,8 +51,7 @@ void put(EnvOverlay& env, std::size_t i, const char* text, std::size_t& used) no
 // The value of `var` ("PIPESPIN_SPIN_US=50") if its name is spec's
 // variable, else null.
 const char* value_for(const OptionSpec& spec, const char* var) noexcept {
-    constexpr std::string_view kPrefix = "PIPESPIN_";
-    for (char c : kPrefix)
+    for (char c : kEnvPrefix)
         if (*var++ != c) return nullptr;
     for (char c : spec.name)
         if (*var++ != ascii::upper(c)) return nullptr;

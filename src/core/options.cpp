@@ -98,10 +98,9 @@ bool format_option_into(const OptionSpec& spec, const Options& options, char* bu
 }
 
 bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept {
-    constexpr std::string_view kPrefix = "PIPESPIN_";
-    if (kPrefix.size() + spec.name.size() + 1 > size) return false;
+    if (kEnvPrefix.size() + spec.name.size() + 1 > size) return false;
     std::size_t n = 0;
-    for (char c : kPrefix) buf[n++] = c;
+    for (char c : kEnvPrefix) buf[n++] = c;
     for (char c : spec.name) buf[n++] = ascii::upper(c);
     buf[n] = '\0';
     return true;

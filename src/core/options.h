@@ -159,6 +159,8 @@ bool format_option_into(const OptionSpec& spec, const Options& options, char* bu
 
 // "PIPESPIN_SPIN_US" for spin_us, NUL-terminated; false if it does not fit.
 bool env_name_into(const OptionSpec& spec, char* buf, std::size_t size) noexcept;
+// What every option's environment variable starts with.
+inline constexpr std::string_view kEnvPrefix = "PIPESPIN_";
 
 // Why a text was not taken as is, e.g. "bad value 'x' (expected
 // off|fixed|adaptive); using fixed". Always NUL-terminated, truncated to fit.

@@ -171,7 +171,7 @@ const char* after_prefix(const char* v, const char* prefix) noexcept {
 
 void find_pipespin_variables(PipespinEnv& l) noexcept {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-        if (after_prefix(*e, "PIPESPIN_") == nullptr) continue;
+        if (after_prefix(*e, kEnvPrefix.data()) == nullptr) continue;
         if (l.count == PipespinEnv::kMax) {
             l.overflow = true;
             return;
