@@ -86,10 +86,12 @@ void next_epoch_from_scratch(PolicyState& s) noexcept {
 // pays its first spins epochs later, if it lives that long).
 void leave_fresh(PolicyState& s) noexcept {
     next_epoch_from_scratch(s);
-    if (s.fresh_hits.load(kRelaxed) != 0)
+    if (s.fresh_hits.load(kRelaxed) != 0) {
         start_phase(s, Phase::TrySpin, 0);
-    else
-        decide(s, false);  // its waits were long: a run of not spinning before it measures
+    } else {
+        decide(s, false);  // its waits were long: a run of not spinning before it measures,
+        s.exploit_left.store(SpinPolicy::kFreshPlainEpochs, kRelaxed);  // a short one
+    }
 }
 
 // One more call on a fresh fd (the Fresh phase counts calls, never time).
@@ -372,10 +374,12 @@ bool RunQueueGate::host_oversubscribed(std::uint64_t now, int usable_cpus,
     std::uint64_t next = next_ns.load(std::memory_order_relaxed);
     if (now < next ||
         !next_ns.compare_exchange_strong(next, now + kPeriodNs, std::memory_order_relaxed))
-        return oversubscribed.load(std::memory_order_relaxed);
-    const bool over = running() > usable_cpus;
-    oversubscribed.store(over, std::memory_order_relaxed);
-    return over;
+        return over_looks.load(std::memory_order_relaxed) >= kConfirmLooks;
+    // Only the thread that won the slot writes: no other update to lose.
+    std::uint8_t n = over_looks.load(std::memory_order_relaxed);
+    n = running() > usable_cpus ? std::min<std::uint8_t>(n + 1, kConfirmLooks) : 0;
+    over_looks.store(n, std::memory_order_relaxed);
+    return n >= kConfirmLooks;
 }
 
 }  // namespace pipespin

@@ -190,6 +190,15 @@ public:
     // TrySpin epoch without waits. One that waits rarely starts its
     // experiment after kEpochCalls calls.
     static constexpr std::uint8_t kFreshWaits = 2;
+    // A fresh fd none of whose first waits was short measures after this
+    // many epochs of not spinning (then the runs grow from kExploitMin).
+    // One, not kExploitMin: a spread ping-pong whose first two round trips
+    // both outlast the budget (its peer starting up, then a wake-up of an
+    // idle virtual CPU: 40-200 µs on this project's VMs) slept through 4
+    // epochs of 40-200 µs round trips, 10-50 ms of a 45 ms perf bench, where
+    // a sparse producer's fd pays for one measuring pair earlier (at most
+    // kLongWaitLimit spins).
+    static constexpr std::uint16_t kFreshPlainEpochs = 1;
     // A run of not spinning ends early, and the fd measures again, when one
     // of its epochs costs per call more than kDriftFactor times what a call
     // cost when not spinning won (its TryPlain epoch, or a TrySpin epoch
@@ -270,10 +279,16 @@ public:
 // spinning then steals the CPU the peer needs. One per process. The run
 // queue is read at most once every kPeriodNs per process, by the one
 // thread that wins the slot, from a thread about to spin anyway; the
-// others use the last answer.
+// others use the last answer. The host counts as oversubscribed only once
+// kConfirmLooks looks in a row said so: a third task that is runnable for
+// a moment (a kernel thread, a shell between two commands) shows in one
+// look in fifty on an idle 2-CPU host, and a refusal that lands in a fd's
+// measuring epoch hands the experiment to not spinning for several epochs
+// (docs/policy.md, part 4).
 class RunQueueGate {
 public:
     static constexpr std::uint64_t kPeriodNs = 5'000'000;
+    static constexpr std::uint8_t kConfirmLooks = 2;
     // Runnable tasks on the host now, or < 0 if unknown (sys::running_tasks).
     using RunningFn = long (*)() noexcept;
 
@@ -284,12 +299,13 @@ public:
         if (!SpinPolicy::needs_free_cpu(s, p)) return true;
         return !host_oversubscribed(now(), p.usable_cpus, running);
     }
-    // More runnable tasks than usable CPUs, as of the last look (a new look
-    // if kPeriodNs have passed since the last one).
+    // More runnable tasks than usable CPUs in the last kConfirmLooks looks
+    // (a new look if kPeriodNs have passed since the last one).
     bool host_oversubscribed(std::uint64_t now, int usable_cpus, RunningFn running) noexcept;
 
-    std::atomic<bool> oversubscribed{false};  // the answer of the last look
-    std::atomic<std::uint64_t> next_ns{0};    // when to look again
+    // Looks in a row, up to kConfirmLooks, that saw more runnable tasks than CPUs.
+    std::atomic<std::uint8_t> over_looks{0};
+    std::atomic<std::uint64_t> next_ns{0};  // when to look again
 };
 
 }  // namespace pipespin

@@ -247,7 +247,7 @@ TEST_CASE("hints: the engine spins as the hint says", "[hints][engine]") {
     }
     SECTION("a budget: that budget, in adaptive mode with no CPU free for the peer") {
         PipeFixture p(Mode::Adaptive, 50, {}, 2);
-        runtime().run_queue.oversubscribed.store(true);
+        runtime().run_queue.over_looks.store(RunQueueGate::kConfirmLooks);
         runtime().run_queue.next_ns.store(UINT64_MAX);  // no new look at the run queue
         REQUIRE(control_fd_hint(p.fds[0], PIPESPIN_READ, 3) == 0);
         Plan plan = before_read(p.fds[0], &c, 1);
@@ -259,7 +259,7 @@ TEST_CASE("hints: the engine spins as the hint says", "[hints][engine]") {
         p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
         plan = before_read(p.fds[0], &c, 1);
         CHECK_FALSE(plan.obs.spun);
-        runtime().run_queue.oversubscribed.store(false);
+        runtime().run_queue.over_looks.store(0);
         runtime().run_queue.next_ns.store(0);
     }
     SECTION("mode off: a budget hint neither looks nor spins") {
