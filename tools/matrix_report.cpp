@@ -27,6 +27,8 @@ std::string figure_text(const CaseRun& run, const ArmResult& a) {
         case Figure::UsPerOp:
         case Figure::PlacedUsPerOp:
             return fmt::format("{} µs per {}", per_op_text(a.figure->median), run.spec.op);
+        case Figure::AddedUsPerOp:
+            return fmt::format("{:+.1f} µs per {} over none", a.figure->median, run.spec.op);
         case Figure::RssKib:
             return fmt::format("VmRSS {:.0f} KiB", a.figure->median);
         case Figure::None:
@@ -142,18 +144,25 @@ std::string startup_tables(const Report& rep) {
     }
     std::string rows;
     for (const CaseRun& r : rep.runs) {
-        if (r.spec.figure != Figure::UsPerOp) continue;
-        rows += fmt::format("| {} (µs per {}) |", r.spec.id, r.spec.op);
-        for (std::size_t i : rep.arms)
-            rows += i == kNoShim ? fmt::format(" {:.1f} |", r.arms[i].figure->median)
-                                 : fmt::format(" {:.1f} ({:+.1f}) |", r.arms[i].figure->median,
-                                               *added(rep, r, i));
+        if (r.spec.figure != Figure::UsPerOp && r.spec.figure != Figure::AddedUsPerOp) continue;
+        const bool paired = r.spec.figure == Figure::AddedUsPerOp;
+        rows += fmt::format("| {} (µs per {}{}) |", r.spec.id, r.spec.op,
+                            paired ? " over one without preload" : "");
+        for (std::size_t i : rep.arms) {
+            const double v = r.arms[i].figure->median;
+            const std::string fig = paired ? fmt::format("{:+.1f}", v) : fmt::format("{:.1f}", v);
+            rows += i == kNoShim ? fmt::format(" {} |", fig)
+                                 : fmt::format(" {} ({:+.1f}) |", fig, *added(rep, r, i));
+        }
         rows += "\n";
     }
     if (!rows.empty())
         md += fmt::format(
             "\nStart-up and fork: the workers' own µs per operation, medians, and in brackets "
-            "what the arm adds to no shim.\n\n{}\n{}\n{}",
+            "what the arm adds to no shim. `spawn`'s worker interleaves each spawn in its arm's "
+            "environment with one without any preload and gives the median of the differences; "
+            "no shim's own (both halves alike) is what the method's order leaves, and the "
+            "brackets subtract it.\n\n{}\n{}\n{}",
             head, rule, rows);
     if (const CaseRun* r = find_run(rep, "footprint")) {
         md += fmt::format(

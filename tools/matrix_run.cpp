@@ -169,6 +169,9 @@ Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) 
         case Figure::UsPerOp:
             if ((s.figure = parse_decimal(m.out)) && !(*s.figure > 0)) s.figure.reset();
             break;
+        case Figure::AddedUsPerOp:
+            s.figure = parse_decimal(m.out);
+            break;
         case Figure::PlacedUsPerOp:
             if (!parse_placed(m.out, s))
                 throw fail(fmt::format("printed '{}', not 'µs same total'", printable(m.out)));
