@@ -377,7 +377,11 @@ bool RunQueueGate::host_oversubscribed(std::uint64_t now, int usable_cpus,
         return over_looks.load(std::memory_order_relaxed) >= kConfirmLooks;
     // Only the thread that won the slot writes: no other update to lose.
     std::uint8_t n = over_looks.load(std::memory_order_relaxed);
-    n = running() > usable_cpus ? std::min<std::uint8_t>(n + 1, kConfirmLooks) : 0;
+    const long r = running();
+    if (r > 2L * usable_cpus)
+        n = kConfirmLooks;  // far more than a passing task: at once
+    else
+        n = r > usable_cpus ? std::min<std::uint8_t>(n + 1, kConfirmLooks) : 0;
     over_looks.store(n, std::memory_order_relaxed);
     return n >= kConfirmLooks;
 }

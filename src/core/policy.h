@@ -279,12 +279,13 @@ public:
 // spinning then steals the CPU the peer needs. One per process. The run
 // queue is read at most once every kPeriodNs per process, by the one
 // thread that wins the slot, from a thread about to spin anyway; the
-// others use the last answer. The host counts as oversubscribed only once
-// kConfirmLooks looks in a row said so: a third task that is runnable for
-// a moment (a kernel thread, a shell between two commands) shows in one
-// look in fifty on an idle 2-CPU host, and a refusal that lands in a fd's
-// measuring epoch hands the experiment to not spinning for several epochs
-// (docs/policy.md, part 4).
+// others use the last answer. The host counts as oversubscribed at once
+// when more than twice as many tasks as CPUs are runnable, and otherwise
+// only once kConfirmLooks looks in a row said so: a third task that is
+// runnable for a moment (a kernel thread, a shell between two commands)
+// shows in one look in fifty on an idle 2-CPU host, and a refusal that
+// lands in a fd's measuring epoch hands the experiment to not spinning for
+// several epochs (docs/policy.md, part 4).
 class RunQueueGate {
 public:
     static constexpr std::uint64_t kPeriodNs = 5'000'000;

@@ -660,15 +660,25 @@ TEST_CASE("the run-queue gate: a third task runnable for a moment refuses no spi
     CHECK(g_looks == 2000);
     CHECK(transients > 100);
     CHECK(refused == 0);
-    // Oversubscribed for good (hackbench's 160 processes on 2 CPUs): every
-    // look from the second on refuses.
-    g_running = 160;
+    // Oversubscribed for good, by one task more than the CPUs: every look
+    // from the second on refuses.
+    g_running = 3;
     refused = 0;
     for (int look = 0; look < 100; ++look) {
         if (!gate.cpu_free_for_peer(s, p, fake_now, fake_running)) ++refused;
         g_now += RunQueueGate::kPeriodNs;
     }
     CHECK(refused == 99);
+    // Far more tasks than CPUs (hackbench's 160 processes on 2): no task
+    // passing by does that, and the first look refuses.
+    g_running = 2;
+    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    g_now += RunQueueGate::kPeriodNs;
+    g_running = 160;
+    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    g_now += RunQueueGate::kPeriodNs;
+    g_running = 5;  // 2 x 2 CPUs + 1
+    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
 }
 
 namespace {
