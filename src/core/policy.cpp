@@ -32,15 +32,18 @@ std::uint32_t per_call_ns(std::uint64_t elapsed_ns, std::uint32_t calls) noexcep
 }
 
 // Both experiments are in: exploit the winner. Spinning must win by a
-// margin, since it also costs CPU; a tie goes to not spinning.
-void decide(PolicyState& s, bool spin_wins) noexcept {
+// margin, since it also costs CPU; a tie goes to not spinning. `clear`: the
+// loser cost kEarlyFactor times the winner's or more.
+void decide(PolicyState& s, bool spin_wins, bool clear = false) noexcept {
     const Phase winner = spin_wins ? Phase::Spin : Phase::Plain;
-    // The same winner as last time: trust it longer before asking again.
+    // The same winner as last time: trust it longer before asking again,
+    // kClearGrowth times as long when it won clearly.
     const bool confirmed = s.last_winner.load(kRelaxed) == static_cast<std::uint8_t>(winner);
     const std::uint16_t max = spin_wins ? SpinPolicy::kExploitMaxSpin : SpinPolicy::kExploitMax;
-    const std::uint16_t len = confirmed
-                                  ? std::min<std::uint16_t>(s.exploit_len.load(kRelaxed) * 2, max)
-                                  : SpinPolicy::kExploitMin;
+    const std::uint32_t grown =
+        std::uint32_t{s.exploit_len.load(kRelaxed)} * (clear ? SpinPolicy::kClearGrowth : 2);
+    const std::uint16_t len = confirmed ? static_cast<std::uint16_t>(std::min<std::uint32_t>(grown, max))
+                                        : SpinPolicy::kExploitMin;
     s.exploit_len.store(len, kRelaxed);
     s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
     start_phase(s, winner, len);
@@ -66,7 +69,9 @@ void end_exploit_epoch(PolicyState& s) noexcept {
 void decide(PolicyState& s) noexcept {
     const std::uint64_t spin = s.cost_spin.load(kRelaxed);
     const std::uint64_t plain = s.cost_plain.load(kRelaxed);
-    decide(s, spin * (100 + SpinPolicy::kMarginPct) < plain * 100);
+    const bool spin_wins = spin * (100 + SpinPolicy::kMarginPct) < plain * 100;
+    const std::uint64_t won = spin_wins ? spin : plain, lost = spin_wins ? plain : spin;
+    decide(s, spin_wins, lost >= SpinPolicy::kEarlyFactor * won);
 }
 
 void note_wait(PolicyState& s) noexcept {

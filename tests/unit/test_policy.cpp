@@ -363,6 +363,44 @@ TEST_CASE("a new ping-pong pays few sleeps to learn that spinning wins", "[polic
     CHECK(n - spun <= 2 * SpinPolicy::kEpochCalls);
 }
 
+namespace {
+// The exploit run lengths of a fd's decisions for spinning, in order, over
+// `epochs` epochs of one kind of wait.
+std::vector<int> spin_runs(Step step, std::uint64_t epochs, std::uint64_t call_ns = 1 * kUs) {
+    Sim sim;
+    sim.call_ns = call_ns;
+    std::vector<int> runs;
+    Phase before = sim.s.get_phase();
+    for (std::uint64_t i = 0; i < epochs * SpinPolicy::kEpochCalls; ++i) {
+        sim.call(step);
+        const Phase now = sim.s.get_phase();
+        if (before == Phase::TryPlain && now == Phase::Spin) runs.push_back(sim.s.exploit_len.load());
+        before = now;
+    }
+    return runs;
+}
+}  // namespace
+
+TEST_CASE("a clear winner is trusted 4x longer: a ping-pong reaches its longest run in 4 pairs",
+          "[policy]") {
+    // Each measuring pair of a spread ping-pong costs an epoch of sleeps on
+    // each side; its TryPlain epoch costs many times the TrySpin one (and
+    // ends early), so the win is clear, and the run grows 4, 16, 64, 256
+    // epochs where doubling took 4, 8, ... 256: 7 pairs.
+    const std::vector<int> clear = spin_runs(kShort, 1000);
+    REQUIRE(clear.size() >= 4);
+    CHECK(clear[0] == SpinPolicy::kExploitMin);
+    CHECK(clear[3] == SpinPolicy::kExploitMaxSpin);
+    // A close call still doubles: calls of 15 µs whose waits of 10 µs a
+    // spin catches and a sleep adds a 20 µs wake-up to (spinning costs 25
+    // µs a call, not spinning 45).
+    const std::vector<int> close = spin_runs(Step{10 * kUs, 1}, 1000, 15 * kUs);
+    REQUIRE(close.size() >= 3);
+    CHECK(close[0] == SpinPolicy::kExploitMin);
+    CHECK(close[1] == 2 * SpinPolicy::kExploitMin);
+    CHECK(close[2] == 4 * SpinPolicy::kExploitMin);
+}
+
 TEST_CASE("a fd that never waits spends few calls measuring", "[policy]") {
     // A writer into a pipe that always has room (hackbench's senders): each
     // measuring pair would cost two epochs of non-blocking tries and counts
