@@ -633,42 +633,50 @@ long fake_running() noexcept {
     ++g_looks;
     return g_running;
 }
+
+// A gate on a 2-CPU host, the clock and the run queue simulated.
+struct GateSim {
+    RunQueueGate gate;
+    PolicyState s;
+    PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    GateSim() {
+        g_now = 1'000'000'000;
+        g_looks = 0;
+    }
+    bool free() { return gate.cpu_free_for_peer(s, p, fake_now, fake_running); }
+};
 }  // namespace
 
 TEST_CASE("the run-queue gate: adaptive, unhinted fds only, one look per period",
           "[policy][gate]") {
-    RunQueueGate gate;
-    PolicyState s;
-    PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
-    g_now = 1'000'000'000;
-    g_looks = 0;
+    GateSim g;
     g_running = 3;  // more runnable tasks than the 2 CPUs
-    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));  // one look: not yet
+    CHECK(g.free());  // one look: not yet
     CHECK(g_looks == 1);
     g_now += RunQueueGate::kPeriodNs;
-    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));  // two in a row
+    CHECK_FALSE(g.free());  // two in a row
     CHECK(g_looks == 2);
     // Within the period the last answer stands, whatever the run queue says.
     g_running = 1;
     g_now += RunQueueGate::kPeriodNs - 1;
-    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK_FALSE(g.free());
     CHECK(g_looks == 2);
     g_now += 1;
-    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));  // one free look ends it
+    CHECK(g.free());  // one free look ends it
     CHECK(g_looks == 3);
     // An unreadable run queue never refuses.
     g_running = -1;
     g_now += RunQueueGate::kPeriodNs;
-    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g.free());
     // Fixed mode and hinted fds spin whatever the load: no look at all.
     g_running = 100;
     g_now += RunQueueGate::kPeriodNs;
     const int looks = g_looks;
-    PolicyParams fixed = p;
+    PolicyParams fixed = g.p;
     fixed.mode = Mode::Fixed;
-    CHECK(gate.cpu_free_for_peer(s, fixed, fake_now, fake_running));
-    s.set_hint(5000);
-    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g.gate.cpu_free_for_peer(g.s, fixed, fake_now, fake_running));
+    g.s.set_hint(5000);
+    CHECK(g.free());
     CHECK(g_looks == looks);
 }
 
@@ -679,11 +687,7 @@ TEST_CASE("the run-queue gate: a third task runnable for a moment refuses no spi
     // two looks in a row (measured: docs/policy.md, part 4). Each refusal
     // would land in some fd's epoch and cost it its spinning there; a host
     // that stays oversubscribed is still refused from its second look on.
-    RunQueueGate gate;
-    PolicyState s;
-    PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
-    g_now = 1'000'000'000;
-    g_looks = 0;
+    GateSim g;
     std::mt19937 rng(7);
     g_running = 2;
     int refused = 0;
@@ -692,7 +696,7 @@ TEST_CASE("the run-queue gate: a third task runnable for a moment refuses no spi
         // One look in about ten sees a third task, never two in a row.
         g_running = g_running == 2 && rng() % 10 == 0 ? 3 : 2;
         transients += g_running == 3;
-        if (!gate.cpu_free_for_peer(s, p, fake_now, fake_running)) ++refused;
+        if (!g.free()) ++refused;
         g_now += RunQueueGate::kPeriodNs;
     }
     CHECK(g_looks == 2000);
@@ -703,20 +707,20 @@ TEST_CASE("the run-queue gate: a third task runnable for a moment refuses no spi
     g_running = 3;
     refused = 0;
     for (int look = 0; look < 100; ++look) {
-        if (!gate.cpu_free_for_peer(s, p, fake_now, fake_running)) ++refused;
+        if (!g.free()) ++refused;
         g_now += RunQueueGate::kPeriodNs;
     }
     CHECK(refused == 99);
     // Far more tasks than CPUs (hackbench's 160 processes on 2): no task
     // passing by does that, and the first look refuses.
     g_running = 2;
-    CHECK(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK(g.free());
     g_now += RunQueueGate::kPeriodNs;
     g_running = 160;
-    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK_FALSE(g.free());
     g_now += RunQueueGate::kPeriodNs;
     g_running = 5;  // 2 x 2 CPUs + 1
-    CHECK_FALSE(gate.cpu_free_for_peer(s, p, fake_now, fake_running));
+    CHECK_FALSE(g.free());
 }
 
 namespace {

@@ -21,3 +21,18 @@ bench_built() {
   f=$(realpath "$1/$2" 2>/dev/null) && [ -e "$f" ] || { echo "missing $1/$2: build it first" >&2; exit 1; }
   echo "$f"
 }
+
+# ROUNDS rounds of N arms, interleaved, each round starting one arm further
+# on: for each run, "i OUTPUT" where OUTPUT is what `FN i` printed; a run
+# that fails stops it (and, under set -e, the script).
+#   bench_interleave ROUNDS N FN
+bench_interleave() {
+  local rounds=$1 n=$2 fn=$3 r k i out
+  for ((r = 0; r < rounds; r++)); do
+    for ((k = 0; k < n; k++)); do
+      i=$(((k + r) % n))
+      out=$("$fn" "$i") || return 1
+      echo "$i $out"
+    done
+  done
+}

@@ -46,10 +46,7 @@ run_arm() {  # index -> "wall_s cpu_s"
   t1=$(date +%s%N)
   echo "$(( (t1 - t0) / 1000 )) $times"
 }
-n=${#arms[@]}
-for ((r = 0; r < rounds; r++)); do
-  for ((k = 0; k < n; k++)); do i=$(((k + r) % n)); echo "$i $(run_arm "$i")"; done
-done > "$work/samples"
+bench_interleave "$rounds" ${#arms[@]} run_arm > "$work/samples"
 
 echo "Command: \`${cmd[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on); library $lib${other_lib:+, other build $other_lib}"
 echo

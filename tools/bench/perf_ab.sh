@@ -38,18 +38,16 @@ for s in "${specs[@]}"; do
   fi
   names+=("$name")
 done
-n=${#names[@]}
-for ((r = 0; r < rounds; r++)); do
-  for ((k = 0; k < n; k++)); do
-    i=$(((k + r) % n))
-    # shellcheck disable=SC2086 # the arm's variables, split on purpose
-    out=$( { /usr/bin/time -f "TIME %w" env ${envs[$i]} perf bench sched pipe -l "$loops" "${extra[@]}"; } 2>&1 )
-    us=$(awk '/usecs\/op/{print $1}' <<<"$out")
-    vcs=$(awk '/^TIME/{print $2}' <<<"$out")
-    [ -n "$us" ] || { echo "arm ${names[$i]}: perf printed no usecs/op: $out" >&2; exit 1; }
-    echo "$i $us $vcs"
-  done
-done > "$work/samples"
+run_arm() {  # index -> "usecs_per_op voluntary_switches"
+  local out us vcs
+  # shellcheck disable=SC2086 # the arm's variables, split on purpose
+  out=$( { /usr/bin/time -f "TIME %w" env ${envs[$1]} perf bench sched pipe -l "$loops" "${extra[@]}"; } 2>&1 )
+  us=$(awk '/usecs\/op/{print $1}' <<<"$out")
+  vcs=$(awk '/^TIME/{print $2}' <<<"$out")
+  [ -n "$us" ] || { echo "arm ${names[$1]}: perf printed no usecs/op: $out" >&2; exit 1; }
+  echo "$us $vcs"
+}
+bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
 echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
 echo
