@@ -87,8 +87,9 @@ void next_epoch_from_scratch(PolicyState& s) noexcept {
 
 // A fresh fd has had its first waits: its own experiment starts at once,
 // spinning first, if one of those waits was (or would have been) caught;
-// otherwise after a shortest run of not spinning (a sparse peer's fd then
-// pays its first spins epochs later, if it lives that long).
+// otherwise after kFreshPlainEpochs epochs of not spinning (a sparse
+// peer's fd then pays its first spins an epoch later, if it lives that
+// long).
 void leave_fresh(PolicyState& s) noexcept {
     next_epoch_from_scratch(s);
     if (s.fresh_hits.load(kRelaxed) != 0) {

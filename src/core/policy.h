@@ -202,7 +202,7 @@ public:
     // One, not kExploitMin: a spread ping-pong whose first two round trips
     // both outlast the budget (its peer starting up, then a wake-up of an
     // idle virtual CPU: 40-200 µs on this project's VMs) slept through 4
-    // epochs of 40-200 µs round trips, 10-50 ms of a 45 ms perf bench, where
+    // epochs of 40-200 µs round trips, 5-24 ms of a 45 ms perf bench, where
     // a sparse producer's fd pays for one measuring pair earlier (at most
     // kLongWaitLimit spins).
     static constexpr std::uint16_t kFreshPlainEpochs = 1;
@@ -307,8 +307,9 @@ public:
         if (!SpinPolicy::needs_free_cpu(s, p)) return true;
         return !host_oversubscribed(now(), p.usable_cpus, running);
     }
-    // More runnable tasks than usable CPUs in the last kConfirmLooks looks
-    // (a new look if kPeriodNs have passed since the last one).
+    // More runnable tasks than usable CPUs in the last kConfirmLooks looks,
+    // or more than twice as many in the last one (a new look if kPeriodNs
+    // have passed since the last one).
     bool host_oversubscribed(std::uint64_t now, int usable_cpus, RunningFn running) noexcept;
 
     // Looks in a row, up to kConfirmLooks, that saw more runnable tasks than CPUs.
