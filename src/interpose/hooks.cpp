@@ -256,8 +256,16 @@ PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
 // ---- stdio: the fd is closed inside libc ------------------------------------------
 
 namespace {
+// fp's fd, or -1: what glibc's fileno() answers (a stream without a file
+// buffer, such as open_memstream's, has none), read from the FILE as the
+// stdio hooks do, without fileno()'s EBADF in errno and without its call:
+// the first call of fileno() through the PLT resolves it, a thousand
+// instructions and a page fault or two in every coreutils program, whose
+// close_stdout() fcloses stdout at exit.
+constexpr int kIsFileBuf = 0x2000;  // glibc's _IO_IS_FILEBUF
 int fd_of(FILE* fp) noexcept {
-    return fp != nullptr ? fileno(fp) : -1;
+    if (fp == nullptr || (fp->_flags & kIsFileBuf) == 0) return -1;
+    return fp->_fileno >= 0 ? fp->_fileno : -1;
 }
 
 // freopen closes the old fd and opens a new one inside libc.

@@ -258,6 +258,37 @@ void nonblocking() {
     close(p[1]);
 }
 
+// Closing a stream leaves errno as it was: a stream without a file buffer
+// (open_memstream's) has no fd, and asking glibc's fileno() for it, as the
+// fclose wrapper once did, set EBADF. Then the fd of a closed pipe stream
+// is free for whatever comes next, which reads as itself.
+void closing_streams() {
+    char* text = nullptr;
+    std::size_t len = 0;
+    FILE* mem = open_memstream(&text, &len);
+    CHECK(mem != nullptr);
+    CHECK(std::fputs("memory", mem) >= 0);
+    errno = 0;
+    CHECK_EQ(fclose(mem), 0);
+    CHECK_EQ(errno, 0);
+    CHECK_EQ(len, 6u);
+    std::free(text);
+    int p[2];
+    make_pipe(p);
+    FILE* fp = fdopen(p[0], "r");
+    CHECK(fp != nullptr);
+    errno = 0;
+    CHECK_EQ(fclose(fp), 0);
+    CHECK_EQ(errno, 0);
+    const int fd = open("/dev/zero", O_RDONLY);
+    CHECK(fd >= 0);
+    char z[4] = {1, 1, 1, 1};
+    CHECK_EQ(read(fd, z, sizeof z), static_cast<ssize_t>(sizeof z));
+    CHECK(z[0] == 0 && z[3] == 0);
+    close(fd);
+    close(p[1]);
+}
+
 }  // namespace
 
 int main() {
@@ -270,6 +301,7 @@ int main() {
         interrupted(how, true);
     }
     nonblocking();
+    closing_streams();
     std::printf("stdio: rounds=%d checksum=%016llx\n", rounds, sum);
     return 0;
 }
