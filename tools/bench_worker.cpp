@@ -66,6 +66,7 @@
 #include "cli.h"
 #include "library.h"
 #include "spawn.h"
+#include "statistics.h"
 #include "text.h"
 
 extern char** environ;
@@ -335,12 +336,6 @@ void reap(pid_t pid, std::string_view what) {
                                                 describe_wait_status(status)));
 }
 
-double median_of(std::vector<double>& v) {
-    const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
-}
-
 // One process after another, each waited for before the next starts: the
 // mean µs from start to reaped.
 template <typename Start>
@@ -397,7 +392,7 @@ double spawn_true(std::uint64_t n) {
         }
         over.push_back(arm - none);
     }
-    return median_of(over);
+    return summarize(over).median;
 }
 
 double fork_exit(std::uint64_t n) {

@@ -150,7 +150,8 @@ inline bool io_untracked(std::size_t n) noexcept {
 // A call on a pipe in a run of not spinning, counted here and now on the
 // fd's fast lane (FdTable::count_fast(): a load, a compare and a store):
 // nothing else of the shim's is left to do for it but the real call. The
-// wrappers ask it after io_untracked(), before they call into the engine.
+// wrappers ask it after io_inert() and the zero-byte test (io_untracked()),
+// before they call into the engine.
 inline bool io_counted_fast(int fd, Dir dir) noexcept {
     return engine::g_table.count_fast(fd, dir);
 }
