@@ -43,6 +43,10 @@ struct Sim {
     // one): it cannot run while this thread spins, so a spin always misses
     // and the peer answers right after it gave up.
     bool colocated = false;
+    // With `colocated`: the peer spins too, this long, before it blocks
+    // and lets this thread run again (both ends spin on one CPU: the
+    // answer comes a whole peer's spin after this spin gave up).
+    std::uint64_t peer_spin_ns = 0;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
     std::uint64_t cut_short = 0;  // runs of not spinning ended before their last epoch
     // As the engine's fast lane does (adaptive mode, no statistics lines,
@@ -111,7 +115,7 @@ struct Sim {
             o.budget_ns = budget;
             if (colocated) {
                 o.spin_ns = budget;
-                o.block_ns = st.wait_ns + wake_ns + call_ns;
+                o.block_ns = peer_spin_ns + st.wait_ns + wake_ns + call_ns;
                 g_now += o.spin_ns + o.block_ns;
             } else if (st.wait_ns <= budget) {
                 o.spin_hit = true;
@@ -208,12 +212,35 @@ TEST_CASE("alternating phases recover both ways", "[policy]") {
         // Converged: most waits spin (the rest are the periodic re-checks).
         CHECK(sim.run(bound, kShort) > bound * 8 / 10);
 
-        // Switching to long waits stops spinning after kLongWaitLimit waits,
-        // without waiting for the exploit run to end.
-        CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= SpinPolicy::kLongWaitLimit);
+        // Switching to long waits stops spinning without waiting for the
+        // exploit run to end: after kLongWaitLimit waits in the run, and as
+        // many in the measuring epoch it starts at once.
+        CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= 2 * SpinPolicy::kLongWaitLimit);
         sim.run(bound, kSparse);
         CHECK(sim.run(SpinPolicy::kEpochCalls, kSparse) <= SpinPolicy::kLongWaitLimit);
     }
+}
+
+TEST_CASE("a spinning ping-pong that meets two stretched waits measures again at once",
+          "[policy]") {
+    // A virtual CPU preempted by its host for a few hundred µs stretches two
+    // waits of a spread ping-pong past 4x the budget. The rule that then
+    // ran not spinning for kExploitMin epochs slept through 256 round trips
+    // (17 ms at a cross-CPU wake-up of 66 µs, in a trace of perf bench);
+    // measuring again costs a TryPlain epoch ended early.
+    Sim sim;
+    const std::uint64_t warm = (SpinPolicy::kExploitMaxSpin + 16) * SpinPolicy::kEpochCalls;
+    sim.run(warm, kShort);
+    // Somewhere in a long run of spinning (the periodic measuring pair
+    // aside), as the trace's was.
+    while (sim.s.get_phase() != Phase::Spin || sim.s.epoch_calls.load() < 4) sim.call(kShort);
+    const Step stretched{600 * kUs, 1};
+    sim.call(stretched);
+    sim.call(stretched);
+    const std::uint64_t n = SpinPolicy::kExploitMin * SpinPolicy::kEpochCalls;
+    const std::uint64_t spun = sim.run(n, kShort);
+    CAPTURE(spun);
+    CHECK(n - spun <= 2 * SpinPolicy::kEarlyCalls);
 }
 
 TEST_CASE("streaming: spinning that breaks the kernel's batching loses", "[policy]") {
@@ -549,14 +576,41 @@ TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses 
     sim.wake_ns = 1 * kUs;  // a switch on the same CPU
     sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
     const Step peer{2 * kUs, 1};
-    // Within one measuring epoch: kCloseMissLimit spins, then none.
-    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == SpinPolicy::kCloseMissLimit);
-    // In the long run: kCloseMissLimit spins per measuring pair, and the
+    // Within one measuring epoch: kShortMissLimit spins, then none.
+    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == SpinPolicy::kShortMissLimit);
+    // In the long run: kShortMissLimit spins per measuring pair, and the
     // pairs come round after 4, 8, ... 64 epochs of not spinning.
     const std::uint64_t epochs = 400;
     const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
     CAPTURE(spun);
-    CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+    CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kShortMissLimit);
+}
+
+TEST_CASE("both ends spinning on one CPU: spinning stops after two misses, though each answer "
+          "comes a whole spin late",
+          "[policy][colocated]") {
+    // perf bench's two workers, forked onto one CPU, both in their first
+    // spinning epoch: each spin misses (the peer cannot run), and the peer,
+    // once it runs, answers and then spins its own budget before it blocks
+    // and lets this end run. The real call blocks a little longer than the
+    // spin lasted: no close miss, nor a long wait (2x the budget, not 4x).
+    // A trace of perf bench sched pipe showed a 64-call epoch of such
+    // 108 µs round trips, 7 ms of a 50 ms run, before the rule counted
+    // every miss without a hit.
+    Sim sim;
+    sim.colocated = true;
+    sim.wake_ns = 1 * kUs;
+    sim.peer_spin_ns = kCeiling;
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const Step peer{2 * kUs, 1};
+    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == SpinPolicy::kShortMissLimit);
+    // And in a run of spinning the same two misses end it: it measures
+    // again at once, whose spinning epoch stops after two more.
+    sim.s.reset();
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::Spin));
+    sim.s.exploit_left.store(SpinPolicy::kExploitMaxSpin);
+    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == 2 * SpinPolicy::kShortMissLimit);
+    CHECK(sim.s.get_phase() != Phase::Spin);
 }
 
 TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[policy][colocated]") {
