@@ -10,7 +10,7 @@ constexpr auto kRelaxed = std::memory_order_relaxed;
 // What a (measuring or exploit) epoch counts about its spins.
 void new_epoch_of_spins(PolicyState& s) noexcept {
     s.long_waits.store(0, kRelaxed);
-    s.short_misses.store(0, kRelaxed);
+    s.close_misses.store(0, kRelaxed);
     s.epoch_hit.store(0, kRelaxed);
 }
 
@@ -347,24 +347,24 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     }
     wake.observe(o.block_ns, p.max_spin_ns);
     // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
-    // longer than the spin: spinning on this fd only burns CPU. Or the spin
-    // missed and the peer answered soon after it gave up, again and again
-    // without a hit: the peer needs this thread's CPU (the scheduler put
-    // both ends on one; when both spin, each answer comes a whole spin of
-    // the peer's after this one), and a spin only keeps it from running.
-    // After a few such waits stop spinning for the rest of the epoch; if
-    // spinning had won, give not spinning its turn right away.
+    // longer than the spin: spinning on this fd only burns CPU. Or the peer
+    // answered as soon as the spin gave up (the real call blocked for less
+    // than the spin had lasted), again and again without a hit: it needs
+    // this thread's CPU (the scheduler put both ends on one), and a spin
+    // only keeps it from running. After a few such waits stop spinning for
+    // the rest of the epoch; if spinning had won, give not spinning its turn
+    // right away.
     const bool long_wait =
         o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
-    bool short_miss_limit = false;
-    if (!long_wait) {
-        const std::uint8_t c = s.short_misses.load(kRelaxed);
-        if (c != UINT8_MAX) s.short_misses.store(c + 1, kRelaxed);
-        short_miss_limit = c + 1 >= kShortMissLimit && s.epoch_hit.load(kRelaxed) == 0;
+    bool close_miss_limit = false;
+    if (!long_wait && o.block_ns < o.spin_ns) {
+        const std::uint8_t c = s.close_misses.load(kRelaxed);
+        if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
+        close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;
     }
-    if (long_wait || short_miss_limit) {
+    if (long_wait || close_miss_limit) {
         const std::uint8_t n =
-            short_miss_limit ? kLongWaitLimit : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
+            close_miss_limit ? kLongWaitLimit : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
         s.long_waits.store(n, kRelaxed);
         if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             // Measure again, now: a run of not spinning would last at

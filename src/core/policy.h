@@ -57,7 +57,7 @@ enum class Phase : std::uint8_t {
     X(std::uint16_t, exploit_len, "length of the current exploit run")                \
     X(std::uint8_t, phase, "Phase")                                                   \
     X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")           \
-    X(std::uint8_t, short_misses, "missed spins this epoch that were not long waits") \
+    X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after") \
     X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                \
     X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")    \
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped") \
@@ -184,12 +184,12 @@ public:
     static constexpr std::uint64_t kEarlyFactor = 2;
     static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
-    // A spin that missed, and whose wait was not long: the peer answered
-    // soon after this thread stopped spinning, as a peer waiting for this
-    // thread's very CPU does (right away, or after a spin of its own when
-    // both ends spin on one CPU; docs/policy.md, part 2). kShortMissLimit
-    // of them in an epoch without a hit stop spinning as long waits do.
-    static constexpr std::uint8_t kShortMissLimit = 2;
+    // A spin that missed and whose real call then had the answer sooner
+    // than the spin had lasted (block < spin): the peer answered as soon as
+    // this thread stopped spinning, as a peer waiting for this thread's very
+    // CPU does (docs/policy.md, part 2). kCloseMissLimit of them in an epoch
+    // without a hit stop spinning as long waits do.
+    static constexpr std::uint8_t kCloseMissLimit = 2;
     // A fresh fd's first kFreshWaits waits follow the process's prior; then
     // its own experiment starts (TrySpin if one of them was caught or would
     // have been, else TryPlain). A fresh fd that has not waited by its
