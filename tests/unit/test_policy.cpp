@@ -588,11 +588,11 @@ TEST_CASE("a spread ping-pong whose peer wakes slowly at first keeps its spinnin
     // drift rule, once the pair is spread): the first spins of one end wait
     // for the other to wake from its last plain sleep, an idle vCPU's
     // wake-up that outlasts the budget (a trace of perf bench sched pipe:
-    // spins of 50 µs, then blocks of 58 and 35 µs). Neither is a close miss
-    // nor a long wait; had they cut the epoch (a rule that counted every
-    // miss without a hit, tried and reverted), the spinning epoch would have
-    // measured sleeps, not spinning won, and the pair slept through 64
-    // epochs of cross-CPU round trips: 90 ms of a 165 ms run.
+    // spins of 50 µs, then blocks of 58 and 35 µs; here two of ~80 µs).
+    // Neither is a close miss (block < spin) nor a long wait. A rule that
+    // counted every miss without a hit (tried and reverted) cut the epoch
+    // there: it measured sleeps, not spinning won, and the pair slept
+    // through 64 epochs of cross-CPU round trips, 90 ms of a 165 ms run.
     Sim sim;
     sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
     const Step waking{110 * kUs, 1};  // 50 µs of spin, then ~60 µs blocked
