@@ -352,8 +352,8 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     // than the spin had lasted), again and again without a hit: it needs
     // this thread's CPU (the scheduler put both ends on one), and a spin
     // only keeps it from running. After a few such waits stop spinning for
-    // the rest of the epoch; if spinning had won, give not spinning its turn
-    // right away.
+    // the rest of the epoch; if spinning was being exploited, measure both
+    // ways again at once (below).
     const bool long_wait =
         o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
     bool close_miss_limit = false;
