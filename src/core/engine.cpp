@@ -96,6 +96,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     count_spin(st, plan, end, spent);
     count_via(via, end);
     plan.obs.budget_ns = budget;
+    watch_run_delay(plan, st.policy, params, end);
     return true;
 }
 
@@ -398,6 +399,13 @@ void after_call(Plan& plan, long result) noexcept {
             plan.obs.block_ns = sys::now_ns() - plan.t_call;
             if (plan.obs.spun && plan.ctr != nullptr)
                 plan.ctr->sleep_ns.fetch_add(plan.obs.block_ns, std::memory_order_relaxed);
+            if (plan.run_delay_from >= 0 && SpinPolicy::run_delay_matters(plan.obs)) {
+                const std::int64_t to = sys::run_delay_ns();
+                if (to >= plan.run_delay_from) {
+                    plan.obs.run_delay_known = true;
+                    plan.obs.run_delay_ns = static_cast<std::uint64_t>(to - plan.run_delay_from);
+                }
+            }
         }
         if (plan.obs.watched && plan.ctr != nullptr)
             plan.ctr->waits.fetch_add(1, std::memory_order_relaxed);

@@ -35,6 +35,9 @@ struct Plan {
     FreshPrior::Lane* lane = nullptr;  // the fd's origin and direction (read/write waits)
     WaitObservation obs;               // obs.spun: a spin ran, after_call() learns from it
     std::uint64_t t_call = 0;          // when the real call was let go
+    // A missed spin whose block is watched (SpinPolicy::looks_at_run_delay):
+    // the thread's run delay before the real call (sys::run_delay_ns); -1 none.
+    std::int64_t run_delay_from = -1;
     // select, ppoll, epoll: what remains of the caller's timeout after the
     // spin (-1: none), in ns; the caller rounds it up to its own unit. When
     // no spin ran (obs.spun false) the real call gets the caller's own.

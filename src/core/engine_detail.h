@@ -194,6 +194,17 @@ inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t sp
     plan.t_call = sys::now_ns();
 }
 
+// A spin missed and the real call follows: if the policy asks, read the
+// thread's run delay now, and after the call (after_call()) see how much of
+// its block was spent waiting for a CPU. The call's clock starts after the
+// read.
+inline void watch_run_delay(Plan& plan, PolicyState& ps, const PolicyParams& params,
+                            SpinEnd end) noexcept {
+    if (end != SpinEnd::Exhausted || !SpinPolicy::looks_at_run_delay(ps, params)) return;
+    plan.run_delay_from = sys::run_delay_ns();
+    plan.t_call = sys::now_ns();
+}
+
 inline Plan done(DirState* dir, long result) noexcept {
     Plan plan;
     plan.action = Plan::Action::Done;

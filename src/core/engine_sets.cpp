@@ -117,6 +117,10 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     count_spin(ctr, plan, end, spent);
     count_via(via, end);
     plan.obs.budget_ns = budget;
+    // Not when the caller's timeout ended the spin: the real call then
+    // returns at once, and must not be made later than that.
+    if (timeout_ns < 0 || spent < static_cast<std::uint64_t>(timeout_ns))
+        watch_run_delay(plan, st.policy, params, end);
     if (end == SpinEnd::Answer) {
         plan.action = Plan::Action::Done;
         plan.result = ready;

@@ -12,6 +12,7 @@ void new_epoch_of_spins(PolicyState& s) noexcept {
     s.long_waits.store(0, kRelaxed);
     s.close_misses.store(0, kRelaxed);
     s.epoch_hit.store(0, kRelaxed);
+    s.delay_looks.store(0, kRelaxed);
 }
 
 void start_phase(PolicyState& s, Phase phase, std::uint16_t exploit_epochs) noexcept {
@@ -120,6 +121,12 @@ void fresh_wait(PolicyState& s, bool sampled, bool would_hit) noexcept {
     s.fresh_waits.store(waits, kRelaxed);
     if (sampled && would_hit) s.fresh_hits.store(s.fresh_hits.load(kRelaxed) + 1, kRelaxed);
     if (waits >= SpinPolicy::kFreshWaits) leave_fresh(s);
+}
+
+// The peer took far longer than the spin had (kLongWaitFactor).
+bool is_long_wait(const WaitObservation& o) noexcept {
+    return o.spin_ns + o.block_ns >
+           SpinPolicy::kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
 }
 
 template <class T>
@@ -326,6 +333,21 @@ void SpinPolicy::on_no_cpu(PolicyState& s) noexcept {
     s.long_waits.store(kLongWaitLimit, kRelaxed);
 }
 
+bool SpinPolicy::looks_at_run_delay(PolicyState& s, const PolicyParams& p) noexcept {
+    if (!learns(s, p)) return false;
+    const Phase phase = s.get_phase();
+    if (phase != Phase::TrySpin && phase != Phase::Spin) return false;
+    if (s.epoch_hit.load(kRelaxed) != 0) return false;
+    const std::uint8_t n = s.delay_looks.load(kRelaxed);
+    if (n >= kRunDelayLooks) return false;
+    s.delay_looks.store(n + 1, kRelaxed);
+    return true;
+}
+
+bool SpinPolicy::run_delay_matters(const WaitObservation& o) noexcept {
+    return o.spun && !o.spin_hit && !is_long_wait(o) && o.block_ns >= o.spin_ns;
+}
+
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
                          const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
     if (!learns(s, p)) return;
@@ -348,16 +370,17 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     wake.observe(o.block_ns, p.max_spin_ns);
     // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
     // longer than the spin: spinning on this fd only burns CPU. Or the peer
-    // answered as soon as the spin gave up (the real call blocked for less
-    // than the spin had lasted), again and again without a hit: it needs
-    // this thread's CPU (the scheduler put both ends on one), and a spin
-    // only keeps it from running. After a few such waits stop spinning for
-    // the rest of the epoch; if spinning was being exploited, measure both
-    // ways again at once (below).
-    const bool long_wait =
-        o.spin_ns + o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
+    // needed this thread's CPU (the scheduler put both ends on one), and a
+    // spin only keeps it from running: it answered as soon as the spin gave
+    // up (the real call blocked for less than the spin had lasted), or this
+    // thread, woken, waited for its CPU through most of the block (both
+    // ends spinning: kRunDelayLooks); again and again without a hit. After
+    // a few such waits stop spinning for the rest of the epoch; if spinning
+    // was being exploited, measure both ways again at once (below).
+    const bool long_wait = is_long_wait(o);
     bool close_miss_limit = false;
-    if (!long_wait && o.block_ns < o.spin_ns) {
+    if (!long_wait && (o.block_ns < o.spin_ns ||
+                       (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
         const std::uint8_t c = s.close_misses.load(kRelaxed);
         if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
         close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;

@@ -34,6 +34,11 @@ struct WaitObservation {
     std::uint64_t spin_ns = 0;    // time spent spinning
     std::uint64_t block_ns = 0;   // time in the real (possibly blocking) call after the spin
     std::uint64_t budget_ns = 0;  // the budget the spin had (or would have had, watched)
+    // A missed spin whose block the engine watched (SpinPolicy::looks_at_run_delay):
+    // how long of block_ns this thread was runnable, waiting for a CPU
+    // (/proc/thread-self/schedstat). Unknown otherwise.
+    bool run_delay_known = false;
+    std::uint64_t run_delay_ns = 0;
 };
 
 // Phases of the per-fd experiment (adaptive mode).
@@ -59,6 +64,7 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")           \
     X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after") \
     X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                \
+    X(std::uint8_t, delay_looks, "missed spins this epoch whose run delay was read")   \
     X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")    \
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped") \
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                 \
@@ -190,6 +196,16 @@ public:
     // CPU does (docs/policy.md, part 2). kCloseMissLimit of them in an epoch
     // without a hit stop spinning as long waits do.
     static constexpr std::uint8_t kCloseMissLimit = 2;
+    // A missed spin whose real call then blocked for longer than the spin
+    // may still be one the peer could not answer for want of this CPU:
+    // both ends spinning on one CPU, each waits for the other's spin to
+    // give up. Timing alone cannot tell it from a spread peer that wakes
+    // slowly; the run delay across the block can (most of the block spent
+    // runnable, against none). The engine reads it around such a block, at
+    // most kRunDelayLooks times per epoch, only while the epoch has had no
+    // hit (after one the close misses no longer stop spinning), and a miss
+    // whose run delay was more than half its block counts as a close miss.
+    static constexpr std::uint8_t kRunDelayLooks = 4;
     // A fresh fd's first kFreshWaits waits follow the process's prior; then
     // its own experiment starts (TrySpin if one of them was caught or would
     // have been, else TryPlain). A fresh fd that has not waited by its
@@ -274,6 +290,13 @@ public:
     // spin (nor look at the run queue again) on this fd for the rest of the
     // epoch.
     static void on_no_cpu(PolicyState& s) noexcept;
+    // A spin just missed: should the engine read the thread's run delay
+    // before and after the real call (kRunDelayLooks)? True counts a look.
+    static bool looks_at_run_delay(PolicyState& s, const PolicyParams& p) noexcept;
+    // After the real call: does the run delay across it matter to on_wait()
+    // (a miss that was neither a close miss by its timing nor a long wait)?
+    // If not, the engine does not read it a second time.
+    static bool run_delay_matters(const WaitObservation& o) noexcept;
     // A wait finished (after the real call returned). `lane` (null for the
     // waits on sets: poll, select, epoll) learns from a fresh fd's waits.
     static void on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,

@@ -252,4 +252,25 @@ long running_tasks() noexcept {
     return n > 0 ? parse_running(buf, n) : -1;
 }
 
+std::int64_t parse_run_delay(const char* buf, long n) noexcept {
+    long i = 0;
+    while (i < n && buf[i] >= '0' && buf[i] <= '9') ++i;  // time on a CPU
+    if (i == 0 || i >= n || buf[i] != ' ') return -1;
+    ++i;
+    const long start = i;
+    std::int64_t v = 0;
+    for (; i < n && buf[i] >= '0' && buf[i] <= '9' && i - start < 18; ++i) v = v * 10 + (buf[i] - '0');
+    return i > start && i < n && (buf[i] == ' ' || buf[i] == '\n') ? v : -1;  // whole
+}
+
+std::int64_t run_delay_ns() noexcept {
+    char buf[96];
+    const long fd = raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/thread-self/schedstat"),
+                        O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const long n = read(static_cast<int>(fd), buf, sizeof buf);
+    close(static_cast<int>(fd));
+    return n > 0 ? parse_run_delay(buf, n) : -1;
+}
+
 }  // namespace pipespin::sys

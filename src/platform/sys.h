@@ -188,4 +188,12 @@ long running_tasks() noexcept;
 // 4567": 3, the number before the '/') of n bytes, or -1 if there is none.
 long parse_running(const char* buf, long n) noexcept;
 
+// This thread's run delay: ns it has spent runnable, waiting for a CPU
+// (/proc/thread-self/schedstat, its second field; one open, read and close,
+// like running_tasks(), and with the same fd-number caveat: docs/policy.md),
+// or -1 if it cannot be read.
+std::int64_t run_delay_ns() noexcept;
+// The second number in a text of schedstat's ("123 456 7") of n bytes, or -1.
+std::int64_t parse_run_delay(const char* buf, long n) noexcept;
+
 }  // namespace pipespin::sys

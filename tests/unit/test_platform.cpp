@@ -28,3 +28,28 @@ TEST_CASE("a text without a run-queue field gives -1", "[platform]") {
     CHECK(running("0.10 0.20 0.30") == -1);
     CHECK(running("0.10 0.20 0.30 /120 4567") == -1);
 }
+
+TEST_CASE("the run delay is the second number of schedstat", "[platform]") {
+    auto delay = [](const char* t) { return sys::parse_run_delay(t, static_cast<long>(std::strlen(t))); };
+    CHECK(delay("123456 7890 12\n") == 7890);
+    CHECK(delay("0 0 0") == 0);
+    CHECK(delay("5 123456789012345 3") == 123456789012345);
+    // Only the first n bytes count: a field cut short is no field.
+    CHECK(sys::parse_run_delay("5 1234 3", 5) == -1);
+    CHECK(sys::parse_run_delay("5 1234 3", 6) == -1);
+    CHECK(sys::parse_run_delay("5 1234 3", 7) == 1234);
+    CHECK(delay("") == -1);
+    CHECK(delay("123") == -1);
+    CHECK(delay("123 ") == -1);
+    CHECK(delay("x 5 6") == -1);
+    CHECK(delay("1 y 6") == -1);
+}
+
+TEST_CASE("this thread's run delay can be read and never goes back", "[platform]") {
+    const std::int64_t a = sys::run_delay_ns();
+    if (a < 0) {
+        WARN("/proc/thread-self/schedstat cannot be read here: the policy goes without run delays");
+        return;
+    }
+    CHECK(sys::run_delay_ns() >= a);
+}

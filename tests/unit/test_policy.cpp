@@ -43,6 +43,13 @@ struct Sim {
     // one): it cannot run while this thread spins, so a spin always misses
     // and the peer answers right after it gave up.
     bool colocated = false;
+    // Both ends spin on one CPU: a spin always misses (the peer cannot run
+    // while it spins), and the real call then blocks through the peer's own
+    // spin, which this thread, woken, waits out runnable (its run delay).
+    // The engine reads the run delay where the policy asks
+    // (looks_at_run_delay, run_delay_matters); elsewhere it is 0.
+    bool both_spin_here = false;
+    std::uint64_t delay_looks = 0;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
     std::uint64_t cut_short = 0;  // runs of not spinning ended before their last epoch
     // As the engine's fast lane does (adaptive mode, no statistics lines,
@@ -109,7 +116,11 @@ struct Sim {
             WaitObservation o;
             o.spun = true;
             o.budget_ns = budget;
-            if (colocated) {
+            if (both_spin_here) {
+                o.spin_ns = budget;
+                o.block_ns = budget + wake_ns + call_ns;
+                g_now += o.spin_ns + o.block_ns;
+            } else if (colocated) {
                 o.spin_ns = budget;
                 o.block_ns = st.wait_ns + wake_ns + call_ns;
                 g_now += o.spin_ns + o.block_ns;
@@ -121,6 +132,13 @@ struct Sim {
                 o.spin_ns = budget;
                 o.block_ns = st.wait_ns - budget + wake_ns + call_ns;
                 g_now += o.spin_ns + o.block_ns;
+            }
+            if (!o.spin_hit && SpinPolicy::looks_at_run_delay(s, p)) {
+                ++delay_looks;
+                if (SpinPolicy::run_delay_matters(o)) {
+                    o.run_delay_known = true;
+                    o.run_delay_ns = both_spin_here ? budget : 0;
+                }
             }
             SpinPolicy::on_wait(s, p, wake, o, lane);
         }
@@ -601,6 +619,71 @@ TEST_CASE("a spread ping-pong whose peer wakes slowly at first keeps its spinnin
     CHECK(sim.run(SpinPolicy::kEpochCalls - 2, kShort) >= SpinPolicy::kEpochCalls - 3);
     sim.run(4 * SpinPolicy::kEpochCalls, kShort);
     CHECK(sim.s.last_winner.load() == static_cast<std::uint8_t>(Phase::Spin));
+}
+
+TEST_CASE("both ends spinning on one CPU: spinning stops after two misses spent waiting for it",
+          "[policy][colocated]") {
+    // perf bench sched pipe's workers forked onto one CPU, both ends in
+    // their first measuring epoch: each spin misses, and the real call then
+    // blocks through the peer's spin (a 50 µs spin, a 56 µs block, 51.6 µs
+    // of it runnable: tools/bench/rundelay.sh). Neither a close miss by its
+    // timing nor a long wait; without the run delay the epoch spun on every
+    // call (108 µs round trips, 7 ms of a 50 ms run in a trace).
+    Sim sim;
+    sim.both_spin_here = true;
+    sim.wake_ns = 1 * kUs;
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const Step peer{2 * kUs, 1};
+    const std::uint64_t spun = sim.run(SpinPolicy::kEpochCalls, peer);
+    CAPTURE(spun);
+    CHECK(spun == SpinPolicy::kCloseMissLimit);
+    CHECK(sim.delay_looks == SpinPolicy::kCloseMissLimit);
+    // In the long run, as a peer that needs this CPU (above).
+    const std::uint64_t epochs = 400;
+    const std::uint64_t more = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
+    CAPTURE(more);
+    CHECK(more <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+}
+
+TEST_CASE("the run delay is read at most kRunDelayLooks times an epoch, and only before a hit",
+          "[policy][colocated]") {
+    PolicyState s;
+    const PolicyParams p{Mode::Adaptive, kCeiling, 2, false};
+    for (Phase phase : {Phase::Fresh, Phase::TryPlain, Phase::Plain}) {
+        s.phase.store(static_cast<std::uint8_t>(phase));
+        CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, p));
+    }
+    for (Phase phase : {Phase::TrySpin, Phase::Spin}) {
+        s.reset();
+        s.phase.store(static_cast<std::uint8_t>(phase));
+        for (int i = 0; i < SpinPolicy::kRunDelayLooks; ++i) CHECK(SpinPolicy::looks_at_run_delay(s, p));
+        CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, p));
+        s.reset();
+        s.phase.store(static_cast<std::uint8_t>(phase));
+        s.epoch_hit.store(1);
+        CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, p));
+    }
+    // Fixed mode and hinted fds do not learn: nothing to read it for.
+    s.reset();
+    s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const PolicyParams fixed{Mode::Fixed, kCeiling, 2, false};
+    CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, fixed));
+    s.set_hint(5000);
+    CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, p));
+    // Only a miss that was neither close by its timing nor long needs the second read.
+    WaitObservation o;
+    o.spun = true;
+    o.budget_ns = 50 * kUs;
+    o.spin_ns = 50 * kUs;
+    o.block_ns = 56 * kUs;
+    CHECK(SpinPolicy::run_delay_matters(o));
+    o.block_ns = 10 * kUs;  // a close miss already
+    CHECK_FALSE(SpinPolicy::run_delay_matters(o));
+    o.block_ns = 400 * kUs;  // a long wait
+    CHECK_FALSE(SpinPolicy::run_delay_matters(o));
+    o.block_ns = 56 * kUs;
+    o.spin_hit = true;
+    CHECK_FALSE(SpinPolicy::run_delay_matters(o));
 }
 
 TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[policy][colocated]") {
