@@ -25,6 +25,7 @@ Every line is parsed with the json module. Cases:
 Every line any case reads is validated against docs/stats.schema.json.
 Exit 0: pass, 77: skipped (reason printed), 1: fail.
 """
+import atexit
 import json
 import os
 import re
@@ -100,6 +101,7 @@ def arm_of(ab, seed, pid):
 
 
 tmp = tempfile.mkdtemp(prefix="pipespin-stats.")
+atexit.register(shutil.rmtree, tmp, True)
 stats = os.path.join(tmp, "stats.jsonl")
 
 

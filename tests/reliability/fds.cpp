@@ -247,6 +247,7 @@ void high_case() {
         if (rl.rlim_max < static_cast<rlim_t>(kHigh + 2) || setrlimit(RLIMIT_NOFILE, &want) != 0) {
             std::printf("SKIP: cannot raise RLIMIT_NOFILE above %d (hard limit %llu)\n", kHigh + 1,
                         static_cast<unsigned long long>(rl.rlim_max));
+            rmdir(g_dir.c_str());  // nothing in it yet
             std::exit(77);
         }
     }
