@@ -37,6 +37,9 @@ enum class Hook : int {
 // Resolves h now and stores it where real_<name> reads it; null if libc has
 // no such name. Async-signal-safe (but where only dlsym has the answer).
 void* resolve_hook(Hook h) noexcept;
+// Before a fork, once per process: resolves the names a forked child calls
+// where its parent may not have (real.cpp), so that each child inherits them.
+void resolve_before_fork() noexcept;
 
 template <class Fn, Hook H>
 class Real {
