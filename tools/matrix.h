@@ -41,9 +41,8 @@ enum class Figure {
     PerfUsecsPerOp,    // perf bench's "35.9 usecs/op"
     HackbenchSeconds,  // hackbench's "Time: 1.02", kept in µs
     ConsumerCpu,       // the sparse worker's consumer CPU µs, which replaces the measured CPU
-    UsPerOp,           // a worker's µs per operation (fork)
     AddedUsPerOp,      // a worker's µs per operation over the same one without any preload,
-                       // which it interleaves with its own (spawn); may be <= 0
+                       // which it interleaves with its own (spawn, fork); may be <= 0
     PlacedUsPerOp,     // "µs same total": µs per round trip, and CPU samples that found
                        // both ends on one CPU (same) of all taken (total)
     RssKib,            // the footprint: VmRSS of `sleep 1` once it sleeps, in KiB

@@ -231,11 +231,12 @@ std::vector<Case> all_cases(const Scale& s) {
                    .worker = true});
     out.push_back({.id = "fork",
                    .argv = {"pipespin", "bench-worker", "fork", n(s.forks)},
-                   .about = "fork, _exit and wait, one after another; the figure is the worker's "
-                            "µs per fork",
+                   .about = "fork, _exit and wait, one after another, each alternating with one "
+                            "in a twin of the worker started without any preload; the figure is "
+                            "the median of what the arm's fork took over its pair's, µs per fork",
                    .ops = s.forks,
                    .op = "fork",
-                   .figure = Figure::UsPerOp,
+                   .figure = Figure::AddedUsPerOp,
                    .worker = true});
     out.push_back(
         {.id = "py-pingpong",

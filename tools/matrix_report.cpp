@@ -24,7 +24,6 @@ std::string figure_text(const CaseRun& run, const ArmResult& a) {
             return fmt::format("{:.2f} µs/op", a.figure->median);
         case Figure::HackbenchSeconds:
             return fmt::format("Time: {}", seconds_text(a.figure->median));
-        case Figure::UsPerOp:
         case Figure::PlacedUsPerOp:
             return fmt::format("{} µs per {}", per_op_text(a.figure->median), run.spec.op);
         case Figure::AddedUsPerOp:
@@ -144,13 +143,10 @@ std::string startup_tables(const Report& rep) {
     }
     std::string rows;
     for (const CaseRun& r : rep.runs) {
-        if (r.spec.figure != Figure::UsPerOp && r.spec.figure != Figure::AddedUsPerOp) continue;
-        const bool paired = r.spec.figure == Figure::AddedUsPerOp;
-        rows += fmt::format("| {} (µs per {}{}) |", r.spec.id, r.spec.op,
-                            paired ? " over one without preload" : "");
+        if (r.spec.figure != Figure::AddedUsPerOp) continue;
+        rows += fmt::format("| {} (µs per {} over one without preload) |", r.spec.id, r.spec.op);
         for (std::size_t i : rep.arms) {
-            const double v = r.arms[i].figure->median;
-            const std::string fig = paired ? fmt::format("{:+.1f}", v) : fmt::format("{:.1f}", v);
+            const std::string fig = fmt::format("{:+.1f}", r.arms[i].figure->median);
             rows += i == kNoShim ? fmt::format(" {} |", fig)
                                  : fmt::format(" {} ({:+.1f}) |", fig, *added(rep, r, i));
         }
@@ -158,11 +154,12 @@ std::string startup_tables(const Report& rep) {
     }
     if (!rows.empty())
         md += fmt::format(
-            "\nStart-up and fork: the workers' own µs per operation, medians, and in brackets "
-            "what the arm adds to no shim. `spawn`'s worker interleaves each spawn in its arm's "
-            "environment with one without any preload and gives the median of the differences; "
-            "no shim's own (both halves alike) is what the method's order leaves, and the "
-            "brackets subtract it.\n\n{}\n{}\n{}",
+            "\nStart-up and fork: what the workers' own operations took over the same one without "
+            "any preload, medians, and in brackets what the arm adds to no shim. `spawn`'s worker "
+            "interleaves each spawn in its arm's environment with one without any preload, "
+            "`fork`'s each fork with one in a twin of itself started without any preload, and "
+            "each gives the median of the differences; no shim's own (both halves alike) is "
+            "what the method's order leaves, and the brackets subtract it.\n\n{}\n{}\n{}",
             head, rule, rows);
     if (const CaseRun* r = find_run(rep, "footprint")) {
         md += fmt::format(

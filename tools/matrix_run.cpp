@@ -166,9 +166,6 @@ Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) 
         case Figure::HackbenchSeconds:
             if ((s.figure = number_by(m.out, "Time:", false))) *s.figure *= 1e6;
             break;
-        case Figure::UsPerOp:
-            if ((s.figure = parse_decimal(m.out)) && !(*s.figure > 0)) s.figure.reset();
-            break;
         case Figure::AddedUsPerOp:
             s.figure = parse_decimal(m.out);
             break;

@@ -246,7 +246,7 @@ case_bench_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
   for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5" \
               "spawn 5" "fork 20"; do
-    # spawn prints a difference of two spawns: either sign.
+    # spawn and fork print a difference of two spawns or forks: either sign.
     expect_status 0 "$pipespin" bench-worker $args
     grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
     LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
@@ -259,6 +259,15 @@ case_bench_worker() {
   LD_PRELOAD="$library" PIPESPIN_STATS="$work/spawn.stats" expect_status 0 "$pipespin" bench-worker spawn 20
   [ "$(wc -l < "$work/spawn.stats")" -eq 23 ] ||
     fail "bench-worker spawn 20: $(wc -l < "$work/spawn.stats") shimmed processes, not 23"
+  # fork's forks are made by two twins of the worker, one in its environment
+  # and one without the preload: the worker, its shimmed twin and that
+  # twin's 22 forked children (they _exit: each writes its line) have the
+  # shim; the other twin and its children none.
+  rm -f "$work/fork.stats"
+  LD_PRELOAD="$library" PIPESPIN_STATS="$work/fork.stats" expect_status 0 "$pipespin" bench-worker fork 20
+  [ "$(wc -l < "$work/fork.stats")" -eq 24 ] ||
+    fail "bench-worker fork 20: $(wc -l < "$work/fork.stats") shimmed processes, not 24"
+  expect_status 2 "$pipespin" bench-worker fork-twin extra
   expect_status 1 "$pipespin" bench-worker pingpong --expect-shim 100
   expect_in "$work/err" "not loaded"
   LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
@@ -300,7 +309,7 @@ case_bench_matrix() {
   for c in dd-cat seq-wc sparse spawn fork; do expect_in "$md" "| $c | adaptive | "; done
   expect_in "$md" "(consumer)"
   expect_in "$md" "| spawn (µs per process over one without preload) | "
-  expect_in "$md" "| fork (µs per fork) | "
+  expect_in "$md" "| fork (µs per fork over one without preload) | "
   # spawn's figure is a paired difference: a sign on every arm, no shim's too.
   grep -qE '^\| spawn \(µs per process over one without preload\) \| [+-][0-9]+\.[0-9] \|( [+-][0-9]+\.[0-9] \([+-][0-9]+\.[0-9]\) \|)+$' "$md" ||
     { cat "$md" >&2; fail "spawn's row of paired differences"; }
@@ -347,8 +356,8 @@ for c in d["cases"]:
         assert abs(a["invol_cs_per_op"] - a["median_invol_cs"] / c["ops"]) < 1e-5, a
         if c["id"] in ("spawn", "fork", "py-pingpong", "footprint", "perf-pipe", "hackbench-g1"):
             assert a["figure"][0] == a["median_figure"], (c["id"], a)
-            # spawn's figure is a difference of two spawns (no shim's near 0, either sign).
-            assert c["id"] == "spawn" or a["median_figure"] > 0, (c["id"], a)
+            # spawn's and fork's figures are differences of two (no shim's near 0, either sign).
+            assert c["id"] in ("spawn", "fork") or a["median_figure"] > 0, (c["id"], a)
 # sparse's producer sleeps before each byte it writes: at least one voluntary
 # context switch each, counted for the worker that reaped it.
 sparse = [c for c in d["cases"] if c["id"] == "sparse"][0]
