@@ -580,6 +580,26 @@ TEST_CASE("a fresh fd's experiment starts with what its own first waits said", "
 
 // ---- a peer on this thread's CPU -------------------------------------------
 
+namespace {
+
+// A fd whose peer needs this thread's CPU, from a measuring epoch on: within
+// that epoch kCloseMissLimit spins, then none; in the long run
+// kCloseMissLimit spins per measuring pair, and the pairs come round after
+// 4, 8, ... 64 epochs of not spinning.
+void check_spins_for_a_peer_on_this_cpu(Sim& sim) {
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const Step peer{2 * kUs, 1};
+    const std::uint64_t first = sim.run(SpinPolicy::kEpochCalls, peer);
+    CAPTURE(first);
+    CHECK(first == SpinPolicy::kCloseMissLimit);
+    const std::uint64_t epochs = 400;
+    const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
+    CAPTURE(spun);
+    CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+}
+
+}  // namespace
+
 TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses it answered at once",
           "[policy][colocated]") {
     // Python's os.pipe ping-pong with both ends on one CPU: a plain round
@@ -588,16 +608,7 @@ TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses 
     Sim sim;
     sim.colocated = true;
     sim.wake_ns = 1 * kUs;  // a switch on the same CPU
-    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
-    const Step peer{2 * kUs, 1};
-    // Within one measuring epoch: kCloseMissLimit spins, then none.
-    CHECK(sim.run(SpinPolicy::kEpochCalls, peer) == SpinPolicy::kCloseMissLimit);
-    // In the long run: kCloseMissLimit spins per measuring pair, and the
-    // pairs come round after 4, 8, ... 64 epochs of not spinning.
-    const std::uint64_t epochs = 400;
-    const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
-    CAPTURE(spun);
-    CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+    check_spins_for_a_peer_on_this_cpu(sim);
 }
 
 TEST_CASE("a spread ping-pong whose peer wakes slowly at first keeps its spinning epoch",
@@ -632,17 +643,10 @@ TEST_CASE("both ends spinning on one CPU: spinning stops after two misses spent 
     Sim sim;
     sim.both_spin_here = true;
     sim.wake_ns = 1 * kUs;
-    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
-    const Step peer{2 * kUs, 1};
-    const std::uint64_t spun = sim.run(SpinPolicy::kEpochCalls, peer);
-    CAPTURE(spun);
-    CHECK(spun == SpinPolicy::kCloseMissLimit);
-    CHECK(sim.delay_looks == SpinPolicy::kCloseMissLimit);
-    // In the long run, as a peer that needs this CPU (above).
-    const std::uint64_t epochs = 400;
-    const std::uint64_t more = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
-    CAPTURE(more);
-    CHECK(more <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+    check_spins_for_a_peer_on_this_cpu(sim);
+    // A look only after a missed spin, and never more than kRunDelayLooks an epoch.
+    CHECK(sim.delay_looks <= sim.spins);
+    CHECK(sim.delay_looks >= SpinPolicy::kCloseMissLimit);
 }
 
 TEST_CASE("the run delay is read at most kRunDelayLooks times an epoch, and only before a hit",

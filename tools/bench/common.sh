@@ -36,3 +36,25 @@ bench_interleave() {
     done
   done
 }
+
+# The arms NAME=LIB@MODE (LIB "none": no preload; @MODE optional) into the
+# arrays names and envs (each arm's environment, as words for env(1)), with
+# EXTRA appended to every arm that preloads a library.
+#   bench_arms EXTRA SPEC...
+bench_arms() {
+  local extra=$1 s name rest lib mode
+  shift
+  names=() envs=()
+  for s in "$@"; do
+    name=${s%%=*} rest=${s#*=}
+    lib=${rest%%@*} mode=
+    [ "$rest" != "$lib" ] && mode=${rest#*@}
+    if [ "$lib" = none ]; then
+      envs+=("PIPESPIN_CONFIG=")
+    else
+      [ -f "$lib" ] || { echo "missing $lib" >&2; exit 1; }
+      envs+=("LD_PRELOAD=$(realpath "$lib") PIPESPIN_CONFIG= ${mode:+PIPESPIN_MODE=$mode} $extra")
+    fi
+    names+=("$name")
+  done
+}

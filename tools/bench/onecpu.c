@@ -14,21 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pin.h"
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void pin(int cpu) {
-    if (cpu < 0) return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    if (sched_setaffinity(0, sizeof s, &s) != 0) {
-        perror("sched_setaffinity");
-        exit(1);
-    }
 }
 
 static void must(int ok, const char* what) {
@@ -50,11 +41,11 @@ int main(int argc, char** argv) {
     const pid_t child = fork();
     must(child >= 0, "fork");
     if (child == 0) {
-        pin(cpu);
+        pin_to(cpu);
         for (int i = 0; i < n; i++) must(read(ping[0], &c, 1) == 1 && write(pong[1], &c, 1) == 1, "child");
         _exit(0);
     }
-    pin(cpu);
+    pin_to(cpu);
     const double t = now_s();
     for (int i = 0; i < n; i++) must(write(ping[1], &c, 1) == 1 && read(pong[0], &c, 1) == 1, "parent");
     const double e = now_s() - t;

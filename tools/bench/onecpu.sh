@@ -25,19 +25,7 @@ bench_scratch
 stats_env=
 [ "${STATS:-1}" = 0 ] || stats_env="PIPESPIN_STATS=$work/stats.json"
 cc -O2 -Wall -o "$work/onecpu" "$here/onecpu.c"
-names=() envs=()
-for s in "$@"; do
-  name=${s%%=*} rest=${s#*=}
-  lib=${rest%%@*} mode=
-  [ "$rest" != "$lib" ] && mode=${rest#*@}
-  if [ "$lib" = none ]; then
-    envs+=("PIPESPIN_CONFIG=")
-  else
-    [ -f "$lib" ] || { echo "missing $lib" >&2; exit 1; }
-    envs+=("LD_PRELOAD=$(realpath "$lib") PIPESPIN_CONFIG= ${mode:+PIPESPIN_MODE=$mode} $stats_env")
-  fi
-  names+=("$name")
-done
+bench_arms "$stats_env" "$@"
 run_arm() {  # index -> "us_per_round_trip spins spin_ms"
   local us
   rm -f "$work/stats.json"

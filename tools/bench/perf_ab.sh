@@ -25,19 +25,7 @@ command -v perf >/dev/null || { echo "perf_ab.sh needs perf (apt-get install lin
 bench_clean_env
 bench_scratch
 
-names=() envs=()
-for s in "${specs[@]}"; do
-  name=${s%%=*} rest=${s#*=}
-  lib=${rest%%@*} mode=
-  [ "$rest" != "$lib" ] && mode=${rest#*@}
-  if [ "$lib" = none ]; then
-    envs+=("PIPESPIN_CONFIG=")
-  else
-    [ -f "$lib" ] || { echo "missing $lib" >&2; exit 1; }
-    envs+=("LD_PRELOAD=$(realpath "$lib") PIPESPIN_CONFIG= ${mode:+PIPESPIN_MODE=$mode}")
-  fi
-  names+=("$name")
-done
+bench_arms "" "${specs[@]}"
 run_arm() {  # index -> "usecs_per_op voluntary_switches"
   local out us vcs
   # shellcheck disable=SC2086 # the arm's variables, split on purpose

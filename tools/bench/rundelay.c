@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pin.h"
+
 static uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -35,16 +37,6 @@ static uint64_t run_delay_ns(void) {
     unsigned long long on_cpu = 0, delay = 0;
     if (sscanf(b, "%llu %llu", &on_cpu, &delay) != 2) return 0;
     return delay;
-}
-
-static void pin(int cpu) {
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(cpu, &s);
-    if (sched_setaffinity(0, sizeof s, &s) != 0) {
-        perror("sched_setaffinity");
-        exit(1);
-    }
 }
 
 static uint64_t budget_ns;
@@ -84,14 +76,14 @@ int main(int argc, char** argv) {
     char c = 'x';
     const pid_t peer = fork();
     if (peer == 0) {
-        pin(cpu_b);
+        pin_to(cpu_b);
         for (int i = 0; i < rounds; i++) {
             if (!(peer_spins && spin_read(ab[0], &c)) && read(ab[0], &c, 1) != 1) _exit(1);
             if (write(ba[1], &c, 1) != 1) _exit(1);
         }
         _exit(0);
     }
-    pin(cpu_a);
+    pin_to(cpu_a);
     uint64_t* block = calloc((size_t)rounds, sizeof *block);
     uint64_t* delay = calloc((size_t)rounds, sizeof *delay);
     uint64_t* cost = calloc((size_t)rounds, sizeof *cost);
