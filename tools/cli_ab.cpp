@@ -322,7 +322,8 @@ std::string ab_usage() {
         "(10000 resamples, seed S, default 1), and a verdict: faster or slower only when the "
         "interval excludes 1, else no significant difference; the same ratio and interval "
         "for CPU time and for voluntary context switches, which are reported per run and "
-        "per call the shim saw. --json: one object; --plot: the runs of both arms as a PNG "
+        "per call the shim saw (a ratio or bound that is infinite, where a median is 0 "
+        "switches, prints as - and as null in JSON). --json: one object; --plot: the runs of both arms as a PNG "
         "(gnuplot), a box per arm (quartiles, whiskers to min and max, a line at the median) "
         "with every run as a point; a FILE ending in .gp gets the gnuplot script instead, data "
         "included, which draws the PNG of the same name when run. Fails if CMD fails in any run.");
