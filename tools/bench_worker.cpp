@@ -341,6 +341,15 @@ void reap(pid_t pid, std::string_view what) {
                                                 describe_wait_status(status)));
 }
 
+// This process's environment without LD_PRELOAD, null-terminated for exec.
+std::vector<char*> environ_without_preload() {
+    std::vector<char*> bare;
+    for (char** e = environ; *e != nullptr; ++e)
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) bare.push_back(*e);
+    bare.push_back(nullptr);
+    return bare;
+}
+
 // n pairs of posix_spawn + wait of /bin/true: one in this process's
 // environment (the arm's: its preload is the child's), one in the same
 // environment without LD_PRELOAD, in turn first; the median of what the
@@ -351,10 +360,7 @@ void reap(pid_t pid, std::string_view what) {
 double spawn_true(std::uint64_t n) {
     char arg0[] = "true";
     char* argv[] = {arg0, nullptr};
-    std::vector<char*> bare;
-    for (char** e = environ; *e != nullptr; ++e)
-        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) bare.push_back(*e);
-    bare.push_back(nullptr);
+    std::vector<char*> bare = environ_without_preload();
     auto spawn_us = [&](char** env) {
         const auto t0 = Clock::now();
         pid_t pid = -1;
@@ -455,10 +461,7 @@ struct ForkTwin {
 // came out 14-20 µs faster with no preload on either side. The worker
 // talks to its twins with raw system calls, which no preload sees.
 double fork_paired(std::uint64_t n) {
-    std::vector<char*> bare;
-    for (char** e = environ; *e != nullptr; ++e)
-        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) bare.push_back(*e);
-    bare.push_back(nullptr);
+    std::vector<char*> bare = environ_without_preload();
     ForkTwin arm(environ), none(bare.data());
     for (std::uint64_t i = 0; i < warmup_of(n); ++i) {
         arm.fork_us();

@@ -242,13 +242,23 @@ long parse_running(const char* buf, long n) noexcept {
     return -1;
 }
 
+namespace {
+
+// The first n bytes of a small file (one open, read and close, raw): the
+// bytes read, or < 0.
+long read_small_file(const char* path, char* buf, std::size_t n) noexcept {
+    const long fd = raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fd;
+    const long got = read(static_cast<int>(fd), buf, n);
+    close(static_cast<int>(fd));
+    return got;
+}
+
+}  // namespace
+
 long running_tasks() noexcept {
     char buf[128];
-    const long fd =
-        raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/loadavg"), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    const long n = read(static_cast<int>(fd), buf, sizeof buf);
-    close(static_cast<int>(fd));
+    const long n = read_small_file("/proc/loadavg", buf, sizeof buf);
     return n > 0 ? parse_running(buf, n) : -1;
 }
 
@@ -265,11 +275,7 @@ std::int64_t parse_run_delay(const char* buf, long n) noexcept {
 
 std::int64_t run_delay_ns() noexcept {
     char buf[96];
-    const long fd = raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/thread-self/schedstat"),
-                        O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    const long n = read(static_cast<int>(fd), buf, sizeof buf);
-    close(static_cast<int>(fd));
+    const long n = read_small_file("/proc/thread-self/schedstat", buf, sizeof buf);
     return n > 0 ? parse_run_delay(buf, n) : -1;
 }
 

@@ -37,11 +37,10 @@ spins = ns = 0
 if os.path.exists(sys.argv[1]):
     for line in open(sys.argv[1]):
         d = json.loads(line)
-        for kind in ("pipe",):
-            for way in ("read", "write"):
-                c = d.get(kind, {}).get(way, {})
-                spins += c.get("spins", 0)
-                ns += c.get("spin_ns", 0)
+        for way in ("read", "write"):
+            c = d.get("pipe", {}).get(way, {})
+            spins += c.get("spins", 0)
+            ns += c.get("spin_ns", 0)
 print(sys.argv[2], spins, ns / 1e6)
 PY
 }
