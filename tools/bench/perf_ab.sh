@@ -5,8 +5,12 @@
 # of perf's own usecs/op with its quartiles and maximum (a ping-pong's time
 # here is bimodal: both ends on one CPU or one each), the median voluntary
 # context switches of the run (/usr/bin/time: perf and its two workers), and
-# the ratio of the first arm's median usecs/op to each arm's. What is
-# compared is the loop perf times, not the process start around it.
+# the ratio of the first arm's median usecs/op to each arm's, and how many
+# runs slept through more than 1% of their round trips (vol. switches above
+# LOOPS/100) with the median of those runs and of the others: in a spinning
+# arm those are the runs whose pair spent a stretch on one CPU, where a spin
+# cannot help (docs/policy.md, known limits). What is compared is the loop
+# perf times, not the process start around it.
 #   usage: [ROUNDS=40] [LOOPS=20000] tools/bench/perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]
 #   e.g.   tools/bench/perf_ab.sh fixed=build/lib/libpipespin.so@fixed \
 #            adaptive=build/lib/libpipespin.so@adaptive old=/tmp/old/libpipespin.so@adaptive
@@ -39,9 +43,10 @@ bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
 echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
 echo
-python3 - "$work/samples" "${names[@]}" <<'PY'
+python3 - "$work/samples" "$loops" "${names[@]}" <<'PY'
 import statistics as st, sys
-names = sys.argv[2:]
+loops = int(sys.argv[2])
+names = sys.argv[3:]
 us = {i: [] for i in range(len(names))}
 vcs = {i: [] for i in range(len(names))}
 for line in open(sys.argv[1]):
@@ -52,10 +57,16 @@ def q(v, f):
     v = sorted(v)
     return v[min(len(v) - 1, int(len(v) * f))]
 first = st.median(us[0])
-print("| arm | usecs/op median | quartiles | max | vol. switches (median) | first arm / this |")
-print("|---|--:|--:|--:|--:|--:|")
+def med(v):
+    return f"{st.median(v):.3f}" if v else "-"
+print("| arm | usecs/op median | quartiles | max | vol. switches (median) | first arm / this "
+      "| runs sleeping > 1% | their median | the others' median |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 for i, name in enumerate(names):
     m = st.median(us[i])
+    slept = [u for u, v in zip(us[i], vcs[i]) if v > loops / 100]
+    rest = [u for u, v in zip(us[i], vcs[i]) if v <= loops / 100]
     print(f"| {name} | {m:.3f} | {q(us[i], .25):.2f}-{q(us[i], .75):.2f} | {max(us[i]):.2f} "
-          f"| {st.median(vcs[i]):.0f} | {first / m:.3f} |")
+          f"| {st.median(vcs[i]):.0f} | {first / m:.3f} | {len(slept)} of {len(us[i])} "
+          f"| {med(slept)} | {med(rest)} |")
 PY
