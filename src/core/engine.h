@@ -106,6 +106,10 @@ struct Runtime {
     // (after start-up); the price is that it never looks for a changed
     // config file either (restart it to turn the shim on).
     std::atomic<bool> inert{false};
+    // The process has not been inert at some point (its table may hold
+    // entries): only a process inert since its start lets closes and dups
+    // pass without keeping the fd table true (io_table_kept()).
+    std::atomic<bool> ever_tracked{false};
     WakeEstimate wake;
     FreshPrior prior;  // what the first waits of fresh fds taught the process
     // Unknown fds are classified (a few syscalls, once per fd): only when
@@ -146,6 +150,13 @@ __attribute__((visibility("hidden"))) extern constinit FdTable g_table;
 // cleared in such a process, which looks for no new settings).
 inline bool io_inert() noexcept {
     return engine::g_runtime.inert.load(std::memory_order_relaxed);
+}
+// Closes and dups must keep the fd table true: not in a process that has
+// been inert since it started, whose table holds nothing (and whose closes
+// then do not even look at it: a first look is a page fault, and every
+// short-lived process closes something, `true` its stdout at exit).
+inline bool io_table_kept() noexcept {
+    return !io_inert() || engine::g_runtime.ever_tracked.load(std::memory_order_relaxed);
 }
 inline bool io_untracked(std::size_t n) noexcept {
     return n == 0 || io_inert();

@@ -69,7 +69,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     const bool may_spin =
         !SpinPolicy::never_spins(o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0, next);
     update(g_runtime.classify, may_spin || !o.stats.empty());
-    update(g_runtime.inert, o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info);
+    const bool inert = o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info;
+    update(g_runtime.inert, inert);
+    if (!inert) update(g_runtime.ever_tracked, true);
     // A changed period starts counting now; the first check of all comes at
     // the first chance (reload_next_ns 0), since the file may have changed
     // since it was read.

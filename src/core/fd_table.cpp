@@ -30,12 +30,6 @@ int index_in_block(int fd) noexcept {
 
 }  // namespace
 
-FdTable::Block* FdTable::first_block() const noexcept {
-    constexpr std::uintptr_t kMask = FdPage::kBytes - 1;
-    const auto at = reinterpret_cast<std::uintptr_t>(first_storage_);
-    return reinterpret_cast<Block*>((at + kMask) & ~kMask);
-}
-
 void FdTable::release() noexcept {
     for_each_block([this](Block* b, long) {
         if (b != first_block()) sys::unmap(b, sizeof(Block));
@@ -69,6 +63,7 @@ std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
 
 FdTable::Block* FdTable::block(int fd) const noexcept {
     if (fd < 0) return nullptr;
+    if (fd < kBlockFds) return first_in_use() ? first_block() : nullptr;
     if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
     std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
     return dir == nullptr
@@ -78,11 +73,9 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
     if (fd >= 0 && fd < kBlockFds) {
-        Block* b = near_[0].load(std::memory_order_acquire);
-        if (b != nullptr) return b;
         Block* const first = first_block();
-        if (near_[0].compare_exchange_strong(b, first, std::memory_order_acq_rel))
-            blocks_.fetch_add(1, kRelaxed);
+        std::atomic<std::uint64_t>& used = first->page[0].in_use;
+        if (used.load(std::memory_order_acquire) == 0) used.store(1, std::memory_order_release);
         return first;
     }
     std::atomic<Block*>* ref = block_ref(fd, true);
@@ -103,7 +96,7 @@ FdTable::Block* FdTable::block_or_map(int fd) noexcept {
 
 FdState* FdTable::live(Block& b, int fd) noexcept {
     FdState& s = b.state(index_in_block(fd));
-    const std::uint32_t g = process_gen_.load(kRelaxed);
+    const std::uint32_t g = process_gen().load(kRelaxed);
     if (s.gen.load(kRelaxed) != g) [[unlikely]] {
         // Counted by a parent before fork(): not this process's.
         for (DirState& d : s.dir) d.clear();
@@ -157,7 +150,7 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     if (static_cast<std::uint32_t>(w) & fdbits::kHasAux) s.aux.store(0, kRelaxed);
     // The number's fast lanes count nothing for its next occupant: what
     // they counted is the fd's (if its counters are this process's).
-    if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen_.load(kRelaxed)) {
+    if (is_pipe(w) && s.gen.load(kRelaxed) == process_gen().load(kRelaxed)) {
         settle_fast(fd, s);
         // What the fd counted so far belongs to the process, not to whatever
         // the number names next. A call racing with the close may still
@@ -165,9 +158,9 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
         // occupant (or read by snapshot()), never lost.
         for (int d = 0; d < 2; ++d) {
             const Counters c = s.dir[d].take();
-            if (c.any()) process().at(kind_of(w), static_cast<StatDir>(d)).add(c);
+            if (c.any()) retire(b->page[FdBlock::page_of(index_in_block(fd))], kind_of(w), d, c);
         }
-    } else if (fast_armed_.load(kRelaxed)) {
+    } else if (fast_armed()) {
         take_fast(fd, Dir::Read);
         take_fast(fd, Dir::Write);
     }
@@ -274,8 +267,19 @@ std::atomic<std::uint64_t>* FdTable::aux(int fd, bool create) noexcept {
     return &b->state(index_in_block(fd)).aux;
 }
 
+void FdTable::retire(FdPage& page, StatKind kind, int dir, const Counters& c) noexcept {
+    const std::uint32_t g = process_gen().load(kRelaxed);
+    if (page.retired_gen.load(kRelaxed) != g) [[unlikely]] {
+        // A parent's (new_process()): not this process's to report.
+        for (auto& k : page.retired)
+            for (IoCounters& d : k) d.clear();
+        page.retired_gen.store(g, kRelaxed);
+    }
+    page.retired[static_cast<int>(kind)][dir].add(c);
+}
+
 ProcessCounters& FdTable::process() noexcept {
-    const std::uint32_t g = process_gen_.load(kRelaxed);
+    const std::uint32_t g = process_gen().load(kRelaxed);
     if (process_.gen.load(kRelaxed) != g) [[unlikely]] {
         process_.clear();
         process_.gen.store(g, kRelaxed);
@@ -286,12 +290,19 @@ ProcessCounters& FdTable::process() noexcept {
 void FdTable::snapshot(StatsSnapshot& out) noexcept {
     out = StatsSnapshot{};
     process().add_to(out);
-    const std::uint32_t g = process_gen_.load(kRelaxed);
+    const std::uint32_t g = process_gen().load(kRelaxed);
+    for_each_pipe_page([&](const FdPage& page, long) {
+        if (page.retired_gen.load(kRelaxed) != g) return;
+        for (int k = 0; k < kStatKinds; ++k)
+            for (int d = 0; d < 2; ++d)
+                out.at(static_cast<StatKind>(k), static_cast<StatDir>(d)) +=
+                    page.retired[k][d].load();
+    });
     for_each_state([&](int fd, std::uint64_t w, FdState& s) {
         if (s.gen.load(kRelaxed) != g) return;
         for (int d = 0; d < 2; ++d) {
             Counters c = s.dir[d].load();
-            if (const auto* lane = fast_lane(fd, static_cast<Dir>(d)); lane && fast_armed_)
+            if (const auto* lane = fast_lane(fd, static_cast<Dir>(d)); lane && fast_armed())
                 c.calls += fast_pending(lane->load(kRelaxed));
             out.at(kind_of(w), static_cast<StatDir>(d)) += c;
         }
@@ -299,7 +310,7 @@ void FdTable::snapshot(StatsSnapshot& out) noexcept {
 }
 
 void FdTable::new_process() noexcept {
-    process_gen_.fetch_add(1, kRelaxed);
+    process_gen().fetch_add(1, kRelaxed);
     // What the lanes counted was the parent's, as its counters were.
     fast_tag_.fetch_add(1, std::memory_order_release);
 }
@@ -307,13 +318,13 @@ void FdTable::new_process() noexcept {
 void FdTable::arm_fast(int fd, Dir d, std::uint32_t n, std::uint32_t tag) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
     if (lane == nullptr || n == 0 || n > kFastMax) return;
-    if (!fast_armed_.load(kRelaxed)) fast_armed_.store(true, kRelaxed);
+    if (!fast_armed()) first_block()->page[0].fast_armed.store(1, kRelaxed);
     lane->store((tag & 0xffff) << 16 | n << 8 | n, kRelaxed);
 }
 
 std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
-    if (lane == nullptr || !fast_armed_.load(kRelaxed)) return 0;
+    if (lane == nullptr || !fast_armed()) return 0;
     const std::uint32_t v = lane->load(kRelaxed);
     if (v == 0) return 0;  // no store: after fork, a write is a page copied
     lane->store(0, kRelaxed);
@@ -328,13 +339,13 @@ void FdTable::settle_fast(int fd, Dir d, DirState& st) noexcept {
 }
 
 void FdTable::settle_fast(int fd, FdState& s) noexcept {
-    if (!fast_armed_.load(kRelaxed)) return;
+    if (!fast_armed()) return;
     for (int d = 0; d < 2; ++d)  // no {Read, Write} list: a constant's page to fault in
         settle_fast(fd, static_cast<Dir>(d), s.dir[d]);
 }
 
 void FdTable::void_fast() noexcept {
-    const std::uint32_t g = process_gen_.load(kRelaxed);
+    const std::uint32_t g = process_gen().load(kRelaxed);
     // A parent's lanes are void already (new_process()).
     for_each_state([&](int fd, std::uint64_t, FdState& s) {
         if (s.gen.load(kRelaxed) == g) settle_fast(fd, s);

@@ -7,10 +7,10 @@
 // Sized by use. The shim rides in every process of a wrapped tree, most of
 // which never touch a pipe, so nothing is written at start-up: the fds are
 // split into blocks of 512, each used only once a call needs to remember
-// something about one of its fds. A block is 35 pages of 15 fds each: a
-// page holds the class words of its 15 fds, which of them have been pipes,
-// and their FdStates, so that a call on a pipe, its pipe() and its close
-// write one page (a process that forks pays a copy-on-write fault per page
+// something about one of its fds. A block is 37 pages of 14 fds each: a
+// page holds the class words of its 14 fds, which of them have been pipes,
+// their FdStates and what its closed pipes counted, so that a call on a
+// pipe, its pipe() and its close write one page (a process that forks pays a copy-on-write fault per page
 // it writes after each fork), and the kernel backs a page only when it is
 // first written: a process with a few pipes at low fds uses one or two
 // pages. The first block (fds 0-511, where nearly every
@@ -116,19 +116,40 @@ struct FdInfo {
 // could not be examined (then nothing is cached).
 using Classifier = std::uint32_t (*)(int fd) noexcept;
 
-// One page of a block: 15 fds' states, class words, and which of them have
+// One page of a block: 14 fds' states, class words, which of them have
 // ever been a pipe's (bit i for the page's fd i: the only states with
-// counters).
+// counters), and what its closed pipes counted.
 struct FdPage {
     static constexpr std::size_t kBytes = 4096;  // a page
-    static constexpr int kFds = 15;
+    static constexpr int kFds = 14;
     FdState state[kFds];
     std::atomic<std::uint64_t> cls[kFds];
     std::atomic<std::uint64_t> pipe_seen;
     // In a block's first page only: which of its pages have a pipe_seen bit
     // (bit p for page p), so that a scan reads only those pages.
     std::atomic<std::uint64_t> pages_seen;
-    unsigned char pad_[kBytes - sizeof(state) - sizeof(cls) - 2 * sizeof(std::uint64_t)];
+    // In the table's first block's first page only: nonzero once a class
+    // word of that block was stored (FdTable::block()). The first block has
+    // no pointer to set: its use is marked on the page that fds 0-14, where
+    // nearly every process's pipes are, write anyway.
+    std::atomic<std::uint64_t> in_use;
+    // The table's process generation and whether a fast lane was ever
+    // armed (FdTable::process_gen(), fast_armed()): in the same first
+    // page, so that a short-lived process that reads, writes and closes a
+    // few low fds touches one page of the table, not three.
+    std::atomic<std::uint32_t> process_gen;
+    std::atomic<std::uint32_t> fast_armed;
+    // What the page's pipes counted until they were closed (read and
+    // write, per kind), and the process generation that was (older ones
+    // are a parent's: void). A close folds a pipe's counters here, on the
+    // page its pipe(), calls and close write anyway, not into the
+    // process-wide totals: in a program that forks between pipes (a
+    // shell's $(...)), each page written after a fork is a copy-on-write
+    // fault, and the totals' page was one more per pipe.
+    std::atomic<std::uint32_t> retired_gen;
+    IoCounters retired[kStatKinds][2];
+    unsigned char pad_[kBytes - sizeof(state) - sizeof(cls) - 3 * sizeof(std::uint64_t) -
+                       4 * sizeof(std::uint32_t) - sizeof(retired)];
 };
 static_assert(sizeof(FdPage) == FdPage::kBytes);
 
@@ -250,18 +271,23 @@ public:
     template <class Fn>
     void for_each_state(Fn&& fn) noexcept;
 
-    // Process-wide counters: folded slots, and poll waits (counted there
-    // directly). Counters of a parent process read as zero in its child.
+    // Process-wide counters: poll waits, spins per hook family and the
+    // wait histograms (a closed pipe's counters stay on its page:
+    // FdPage::retired). Counters of a parent process read as zero in its
+    // child.
     ProcessCounters& process() noexcept;
-    // Every counter of the process: the folded totals plus the live states.
-    // Off the hot path (a scan of the mapped blocks).
+    // Every counter of the process: the process-wide ones, the closed
+    // pipes' on their pages, and the live states. Off the hot path (a scan
+    // of the pages that have had pipes).
     void snapshot(StatsSnapshot& out) noexcept;
     // A child after fork(): what was counted so far is the parent's. Writes
     // one word; every counter of the parent then reads as zero.
     void new_process() noexcept;
 
     // Blocks in use so far (for tests and the footprint check).
-    int blocks_mapped() const noexcept { return blocks_.load(std::memory_order_relaxed); }
+    int blocks_mapped() const noexcept {
+        return blocks_.load(std::memory_order_relaxed) + (first_in_use() ? 1 : 0);
+    }
 
     // A class word: the FdBits in the low half, the generation that every
     // change bumps in the high half.
@@ -285,28 +311,49 @@ private:
     // fn(block, first fd) for every mapped block.
     template <class Fn>
     void for_each_block(Fn&& fn) const noexcept;
+    // fn(page, first fd) for every page that has had a pipe.
+    template <class Fn>
+    void for_each_pipe_page(Fn&& fn) const noexcept;
+    // A closing pipe's counters, onto its page (FdPage::retired).
+    void retire(FdPage& page, StatKind kind, int dir, const Counters& c) noexcept;
 
     // fds below kNearFds: one load to the block. Above: a directory per
     // 2^20 fds, mapped on first use. 16 KiB each, zero until used.
     static constexpr int kNearShift = 20;
     static constexpr int kNearBlocks = 1 << (kNearShift - kBlockShift);
     static constexpr int kFarDirs = 1 << (31 - kNearShift);
-    // Beside near_[0], on the cache line every lookup_known() reads.
-    std::atomic<std::uint32_t> process_gen_{0};
-    // A lane has been armed in this process or a parent: until then no
-    // close need read the lanes' page (a read of a page never touched is
-    // a fault, in a forked child each time).
-    std::atomic<bool> fast_armed_{false};
+    // Blocks mapped (the first block, in this object, counts apart:
+    // first_in_use()). near_[0] stays null: the first block is found by
+    // its address, so that a process's first lookup reads no pointer and
+    // its first classification writes none (each a page fault: the
+    // pointer's page is untouched until then).
+    std::atomic<int> blocks_{0};
     std::atomic<Block*> near_[kNearBlocks] = {};
     std::atomic<std::atomic<Block*>*> far_[kFarDirs] = {};
-    std::atomic<int> blocks_{0};
     ProcessCounters process_;
-    // The first block (near_[0] once used), last (its untouched pages cost
-    // nothing), at the first page boundary inside this storage: a block's
-    // pages must be pages, and an alignment of 4096 here would align the
-    // library's whole .bss to a page of its own (a page fault more at every
-    // start).
-    Block* first_block() const noexcept;
+    // The first block, last (its untouched pages cost nothing), at the
+    // first page boundary inside this storage: a block's pages must be
+    // pages, and an alignment of 4096 here would align the library's whole
+    // .bss to a page of its own (a page fault more at every start).
+    Block* first_block() const noexcept {
+        constexpr std::uintptr_t kMask = FdPage::kBytes - 1;
+        const auto at = reinterpret_cast<std::uintptr_t>(first_storage_);
+        return reinterpret_cast<Block*>((at + kMask) & ~kMask);
+    }
+    bool first_in_use() const noexcept {
+        return first_block()->page[0].in_use.load(std::memory_order_acquire) != 0;
+    }
+    // The process generation (new_process()): a state whose gen differs
+    // holds a parent's counters. In the first block's first page (FdPage).
+    std::atomic<std::uint32_t>& process_gen() const noexcept {
+        return first_block()->page[0].process_gen;
+    }
+    // A lane has been armed in this process or a parent: until then no
+    // call or close need read the lanes' page (a read of a page never
+    // touched is a fault, in a forked child each time).
+    bool fast_armed() const noexcept {
+        return first_block()->page[0].fast_armed.load(std::memory_order_relaxed) != 0;
+    }
     alignas(64) unsigned char first_storage_[sizeof(Block) + FdPage::kBytes - 64] = {};
     // The fast lanes' tag (its low 16 bits; see count_fast()), on the line
     // of the first lanes. Zero is a tag too: a zero lane counts nothing and
@@ -337,9 +384,9 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
     // The first block is where nearly every process's pipes are.
     if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kBlockFds)) [[unlikely]]
         return {};
-    Block* b = near_[0].load(std::memory_order_acquire);
-    if (b == nullptr) [[unlikely]]
-        return {};
+    // Not asked whether the first block is in use: an unused one reads as
+    // zero class words, unknown.
+    Block* b = first_block();
     std::atomic<std::uint64_t>& cls = b->cls(fd);
     const std::uint64_t w = cls.load(std::memory_order_acquire);
     constexpr std::uint32_t kKnownPipe = fdbits::kKnown | fdbits::kPipe;
@@ -347,7 +394,7 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
     if (what == fdbits::kKnown) return {nullptr, &cls, w};  // known, not a pipe
     FdState& s = b->state(fd);
     if (what == kKnownPipe &&
-        s.gen.load(std::memory_order_relaxed) == process_gen_.load(std::memory_order_relaxed))
+        s.gen.load(std::memory_order_relaxed) == process_gen().load(std::memory_order_relaxed))
         [[likely]]
         return {&s, &cls, w};
     return {};
@@ -355,7 +402,7 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
 
 inline bool FdTable::count_fast(int fd, Dir d) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
-    if (lane == nullptr) [[unlikely]]
+    if (lane == nullptr || !fast_armed()) [[unlikely]]
         return false;
     const std::uint32_t v = lane->load(std::memory_order_relaxed);
     if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff) || (v & 0xff) == 0)
@@ -388,7 +435,8 @@ inline int FdTable::watched_pipe(std::uint64_t w, Dir* dir) const noexcept {
 
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {
-    for (int i = 0; i < kNearBlocks; ++i)
+    if (first_in_use()) fn(first_block(), 0L);
+    for (int i = 1; i < kNearBlocks; ++i)
         if (Block* b = near_[i].load(std::memory_order_acquire))
             fn(b, static_cast<long>(i) << kBlockShift);
     for (int d = 1; d < kFarDirs; ++d) {
@@ -401,18 +449,24 @@ void FdTable::for_each_block(Fn&& fn) const noexcept {
 }
 
 template <class Fn>
-void FdTable::for_each_state(Fn&& fn) noexcept {
+void FdTable::for_each_pipe_page(Fn&& fn) const noexcept {
     for_each_block([&](Block* b, long base) {
         for (std::uint64_t pages = b->page[0].pages_seen.load(std::memory_order_acquire);
              pages != 0; pages &= pages - 1) {
             const int p = __builtin_ctzll(pages);
-            FdPage& page = b->page[p];
-            for (std::uint64_t bits = page.pipe_seen.load(std::memory_order_acquire); bits != 0;
-                 bits &= bits - 1) {
-                const int slot = __builtin_ctzll(bits);
-                fn(static_cast<int>(base + p * FdPage::kFds + slot),
-                   page.cls[slot].load(std::memory_order_relaxed), page.state[slot]);
-            }
+            fn(b->page[p], base + p * FdPage::kFds);
+        }
+    });
+}
+
+template <class Fn>
+void FdTable::for_each_state(Fn&& fn) noexcept {
+    for_each_pipe_page([&](FdPage& page, long first) {
+        for (std::uint64_t bits = page.pipe_seen.load(std::memory_order_acquire); bits != 0;
+             bits &= bits - 1) {
+            const int slot = __builtin_ctzll(bits);
+            fn(static_cast<int>(first + slot), page.cls[slot].load(std::memory_order_relaxed),
+               page.state[slot]);
         }
     });
 }

@@ -123,8 +123,15 @@ void note_new_pipe(int r, const int* fds) noexcept {
 // newfd is a duplicate of oldfd now: the same file, so what the table knew
 // of oldfd (and what its policy learnt) holds for it; no syscall to
 // classify it again.
+// The fd table, where closes and dups must keep it true (io_table_kept():
+// not in a process inert since its start, mode off with nothing to report,
+// whose table holds nothing).
+FdTable* kept_table() noexcept {
+    return io_table_kept() ? &fd_table() : nullptr;
+}
+
 void note_dup(int oldfd, int newfd) noexcept {
-    if (newfd >= 0) fd_table().set_dup(oldfd, newfd);
+    if (FdTable* t = kept_table(); t != nullptr && newfd >= 0) t->set_dup(oldfd, newfd);
 }
 
 int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
@@ -192,7 +199,7 @@ PIPESPIN_EXPORT int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, siz
 PIPESPIN_EXPORT int close(int fd) {
     int r = real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::close(fd)));
     // Even on error: after close() the fd number is gone or never was ours.
-    fd_table().forget(fd);
+    if (FdTable* t = kept_table()) t->forget(fd);
     return r;
 }
 
@@ -241,7 +248,8 @@ PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags
                 ? real_close_range(first, last, flags)
                 : static_cast<int>(to_libc(sys::raw(SYS_close_range, first, last, flags)));
     // CLOSE_RANGE_CLOEXEC only marks the fds; anything else closed them.
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) fd_table().forget_range(first, last);
+    if (FdTable* t = kept_table(); t != nullptr && r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+        t->forget_range(first, last);
     return r;
 }
 
@@ -250,7 +258,7 @@ PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
         real_closefrom(lowfd);
     else
         sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
-    fd_table().forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
+    if (FdTable* t = kept_table()) t->forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
 }
 
 // ---- stdio: the fd is closed inside libc ------------------------------------------
@@ -270,8 +278,10 @@ int fd_of(FILE* fp) noexcept {
 
 // freopen closes the old fd and opens a new one inside libc.
 FILE* reopened(int old_fd, FILE* now) noexcept {
-    fd_table().forget(old_fd);
-    if (now != nullptr) fd_table().forget(fd_of(now));
+    if (FdTable* t = kept_table()) {
+        t->forget(old_fd);
+        if (now != nullptr) t->forget(fd_of(now));
+    }
     return now;
 }
 }  // namespace
@@ -282,20 +292,20 @@ PIPESPIN_EXPORT int fclose(FILE* fp) {
     // would leave the exit report nowhere to go: write it now.
     if (fd == STDERR_FILENO && engaged()) before_stderr_closes();
     int r = real_fclose.get()(fp);
-    fd_table().forget(fd);
+    if (FdTable* t = kept_table()) t->forget(fd);
     return r;
 }
 
 PIPESPIN_EXPORT int pclose(FILE* fp) {
     const int fd = fd_of(fp);
     int r = real_pclose.get()(fp);
-    fd_table().forget(fd);
+    if (FdTable* t = kept_table()) t->forget(fd);
     return r;
 }
 
 PIPESPIN_EXPORT int fcloseall() {
     int r = real_fcloseall.get()();
-    fd_table().forget_all();
+    if (FdTable* t = kept_table()) t->forget_all();
     return r;
 }
 

@@ -29,7 +29,9 @@ namespace {
 // before the engine can call reload(), then only by reload() under
 // g_reloading.
 // The config file ("" for none): the built-in path, or PIPESPIN_CONFIG's
-// value copied into g_path_buf (nothing written for the default).
+// value copied into g_path_buf (nothing written for the default, nor for
+// an empty value: "no file", as tests and benchmarks set it in every
+// process, where a copy would cost a page fault of the cold buffer).
 constinit const char* g_path = kDefaultConfigPath;
 PIPESPIN_COLD constinit char g_path_buf[4096] = {};
 constinit bool g_must_exist = false;
@@ -212,7 +214,10 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
     const bool any = vars.count != 0;
     const char* path = any ? listed_env("PIPESPIN_CONFIG", &vars) : nullptr;
     bool too_long = false;
-    if (path != nullptr) {
+    if (path != nullptr && path[0] == '\0') {
+        g_must_exist = true;
+        g_path = "";
+    } else if (path != nullptr) {
         g_must_exist = true;
         std::size_t n = 0;
         while (path[n] != '\0' && n + 1 < sizeof g_path_buf) {

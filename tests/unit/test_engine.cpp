@@ -147,6 +147,27 @@ TEST_CASE("engine: off mode that nobody observes does nothing at all", "[engine]
     CHECK(p.reader().calls.load() == 1);
 }
 
+TEST_CASE("engine: closes keep the fd table unless the process was inert from its start",
+          "[engine]") {
+    // Every short-lived process closes something ("true" its stdout at
+    // exit); in one inert since its start the table holds nothing, and a
+    // close that looked at it would only fault its page in.
+    runtime().ever_tracked.store(false);
+    Options off;
+    off.mode_v = static_cast<std::uint32_t>(Mode::Off);
+    configure(off, 2);
+    REQUIRE(runtime().inert.load());
+    CHECK_FALSE(io_table_kept());
+    // Once not inert (a reload, a statistics line), its table may hold
+    // entries, and closes keep it true for good, inert again or not.
+    configure(at_info(off), 2);
+    CHECK(io_table_kept());
+    configure(off, 2);
+    REQUIRE(runtime().inert.load());
+    CHECK(io_table_kept());
+    configure(Options{}, 2);  // the defaults again, for the tests after this one
+}
+
 TEST_CASE("engine: off mode neither looks nor spins, but counts the call", "[engine]") {
     SECTION("without statistics lines, before the real call: nothing is left for after it") {
         PipeFixture p(Mode::Off, 1, at_info());

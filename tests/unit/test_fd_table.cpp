@@ -329,3 +329,43 @@ TEST_CASE_METHOD(Fixture, "after fork, a lane armed by the parent counts nothing
     CHECK(t.take_fast(3, Dir::Read) == 0);  // the parent's count is not the child's
     CHECK(snapshot_calls(t, StatDir::Read) == 0);
 }
+
+// ---- what a closed pipe counted ---------------------------------------------
+
+TEST_CASE_METHOD(Fixture, "a closed pipe's counters stay on its page, not in the process-wide ones",
+                 "[fd_table]") {
+    // A shell that forks between pipes writes each page anew after every
+    // fork: the close must not write a page the pipe's calls did not.
+    for (int fd : {3, 20, 600}) {
+        t.set_pipe(fd, fd + 1);
+        FdInfo info = t.lookup(fd, nullptr);
+        REQUIRE(info.pipe());
+        bump(info.state->dir[0].calls, 5);
+        bump(info.state->dir[0].bytes, 50);
+        t.forget(fd);
+        t.forget(fd + 1);
+    }
+    CHECK(t.process().at(StatKind::Pipe, StatDir::Read).load().calls == 0);  // untouched
+    StatsSnapshot s;
+    t.snapshot(s);
+    CHECK(s.total(StatDir::Read).calls == 15);  // still counted, once
+    CHECK(s.total(StatDir::Read).bytes == 150);
+    // A new pipe on the number starts at zero, the closed one's count stays.
+    t.set_pipe(3, 4);
+    bump(t.lookup(3, nullptr).state->dir[0].calls, 2);
+    CHECK(snapshot_calls(t, StatDir::Read) == 17);
+}
+
+TEST_CASE_METHOD(Fixture, "a forked child does not report what its parent's closed pipes counted",
+                 "[fd_table]") {
+    t.set_pipe(3, 4);
+    bump(t.lookup(3, nullptr).state->dir[0].calls, 5);
+    t.forget(3);
+    REQUIRE(snapshot_calls(t, StatDir::Read) == 5);
+    t.new_process();  // the child
+    CHECK(snapshot_calls(t, StatDir::Read) == 0);
+    t.set_pipe(3, 4);  // its own pipe on the same page
+    bump(t.lookup(3, nullptr).state->dir[0].calls, 1);
+    t.forget(3);
+    CHECK(snapshot_calls(t, StatDir::Read) == 1);
+}
