@@ -10,8 +10,9 @@
 // something about one of its fds. A block is 37 pages of 14 fds each: a
 // page holds the class words of its 14 fds, which of them have been pipes,
 // their FdStates and what its closed pipes counted, so that a call on a
-// pipe, its pipe() and its close write one page (a process that forks pays a copy-on-write fault per page
-// it writes after each fork), and the kernel backs a page only when it is
+// pipe, its pipe() and its close write one page (a process that forks pays
+// a copy-on-write fault per page it writes after each fork), and the
+// kernel backs a page only when it is
 // first written: a process with a few pipes at low fds uses one or two
 // pages. The first block (fds 0-511, where nearly every
 // process's pipes are) is part of the table, in .bss, so it costs no
@@ -130,7 +131,7 @@ struct FdPage {
     std::atomic<std::uint64_t> pages_seen;
     // In the table's first block's first page only: nonzero once a class
     // word of that block was stored (FdTable::block()). The first block has
-    // no pointer to set: its use is marked on the page that fds 0-14, where
+    // no pointer to set: its use is marked on the page that fds 0-13, where
     // nearly every process's pipes are, write anyway.
     std::atomic<std::uint64_t> in_use;
     // The table's process generation and whether a fast lane was ever
