@@ -160,8 +160,6 @@ std::vector<Check> acceptance(const Report& rep) {
                      if (!(base > 0)) return std::nullopt;
                      return median_at(column(r.arms[kAdaptive], &Sample::vol_cs), p) / base;
                  });
-    for (std::string_view id : {"hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream"})
-        k.wall_ratio(id, kAdaptive, 0.97, true);
     k.wall_ratio("dd-cat", kAdaptive, 1.5, true);
     k.wall_ratio("dd-cat", kAdaptive, 0.97, false, "", ", never slower");
     k.wall_ratio("seq-wc", kAdaptive, 1.0, false);
@@ -188,9 +186,22 @@ std::vector<Check> acceptance(const Report& rep) {
         if (!rep.runs_arm(kEmpty) || !(r.arms[kEmpty].wall_ratio > 0)) return std::nullopt;
         return r.arms[kEmpty].wall_ratio;
     };
-    for (std::string_view id : {"cmdsubst", "xargs", "make-j"}) {
+    // hackbench (issues 13 and 15: adaptive at least 0.97 of no shim) is
+    // held the same way: its runs are a tenth to a third of a second, of 2
+    // to 160 processes that start and exit within them, and the empty
+    // preload alone moved its medians by up to 7% here.
+    struct ShortLived {
+        std::string_view id;
+        bool off_too;  // off is held to 0.98 beside adaptive's 0.97
+    };
+    for (const ShortLived& c :
+         {ShortLived{"hackbench-g1", false}, ShortLived{"hackbench-g2", false},
+          ShortLived{"hackbench-g4", false}, ShortLived{"hackbench-stream", false},
+          ShortLived{"cmdsubst", true}, ShortLived{"xargs", true}, ShortLived{"make-j", true}}) {
+        const std::string_view id = c.id;
         for (const auto& [arm, threshold] : {std::pair{kAdaptive, 0.97}, std::pair{kOff, 0.98}}) {
             const std::size_t a = arm;
+            if (a == kOff && !c.off_too) continue;
             k.wall_ratio_bounded(id, a, threshold, empty_ratio);
             k.add_rounds(
                 id, fmt::format("empty preload / {} (wall), the shim's own share", kArms[a].name),

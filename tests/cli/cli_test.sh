@@ -404,7 +404,8 @@ assert "dd-cat" in bounds, bounds
 # and its verdict follows from value, threshold and bound.
 seen = set()
 cases = {c["id"]: c for c in d["cases"]}
-short_lived = ("cmdsubst", "xargs", "make-j")
+short_lived = ("hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream", "cmdsubst", "xargs",
+               "make-j")
 for chk in d["acceptance"]:
     case = chk["check"].split("`")[1]
     speedup = chk["check"].endswith("no shim / adaptive (wall)")
@@ -412,7 +413,7 @@ for chk in d["acceptance"]:
         # The bound of a short-lived case is the empty preload's ratio; the
         # shim's own share is the arm's ratio over it.
         ratio = {a["name"]: a["wall_ratio"] for a in cases[case]["arms"]}
-        m = re.fullmatch(r"`[a-z-]+`: (no shim|empty preload) / (off|adaptive) \(wall\)(, the shim's own share)?",
+        m = re.fullmatch(r"`[a-z0-9-]+`: (no shim|empty preload) / (off|adaptive) \(wall\)(, the shim's own share)?",
                          chk["check"])
         assert m and bool(m.group(3)) == (m.group(1) == "empty preload"), chk
         if m.group(1) == "no shim":
