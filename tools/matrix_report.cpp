@@ -239,9 +239,9 @@ std::string acceptance_table(const Report& rep) {
         "A speed-up whose threshold is above its case's bound is unreachable here: no spin "
         "policy could meet it on this host. For the hackbench cases, `cmdsubst`, `xargs` and "
         "`make-j` the bound is the empty preload's ratio: no preloaded library could; the line "
-        "after each says what the shim adds to that empty preload. For `fork` the bound is the least a fork can "
-        "cost more, what the empty preload adds, and the line after it the shim's own share "
-        "(off - empty preload).\n\n";
+        "after each says what the shim adds to that empty preload. For `fork` the bound is the "
+        "least a fork can cost more, what the empty preload adds, and the line after it the "
+        "shim's own share (off - empty preload).\n\n";
     md +=
         "| check | value | 95% interval | threshold | bound on this host | result "
         "|\n|---|--:|--:|--:|--:|---|\n";

@@ -74,8 +74,7 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
     if (fd >= 0 && fd < kBlockFds) {
         Block* const first = first_block();
-        std::atomic<std::uint64_t>& used = first->page[0].in_use;
-        if (used.load(std::memory_order_acquire) == 0) used.store(1, std::memory_order_release);
+        if (!first_in_use()) first->page[0].in_use.store(1, std::memory_order_release);
         return first;
     }
     std::atomic<Block*>* ref = block_ref(fd, true);

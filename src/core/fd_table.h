@@ -12,11 +12,10 @@
 // their FdStates and what its closed pipes counted, so that a call on a
 // pipe, its pipe() and its close write one page (a process that forks pays
 // a copy-on-write fault per page it writes after each fork), and the
-// kernel backs a page only when it is
-// first written: a process with a few pipes at low fds uses one or two
-// pages. The first block (fds 0-511, where nearly every
-// process's pipes are) is part of the table, in .bss, so it costs no
-// system call either; the others are anonymous mmaps. Blocks are never
+// kernel backs a page only when it is first written: a process with a few
+// pipes at low fds uses one or two pages. The first block (fds 0-511,
+// where nearly every process's pipes are) is part of the table, in .bss,
+// so it costs no system call either; the others are anonymous mmaps. Blocks are never
 // unmapped (a racing call may still read one), and there is no ceiling on
 // the fd number.
 //

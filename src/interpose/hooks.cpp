@@ -120,9 +120,6 @@ void note_new_pipe(int r, const int* fds) noexcept {
     if (r == 0) note_pipe(fds[0], fds[1]);
 }
 
-// newfd is a duplicate of oldfd now: the same file, so what the table knew
-// of oldfd (and what its policy learnt) holds for it; no syscall to
-// classify it again.
 // The fd table, where closes and dups must keep it true (io_table_kept():
 // not in a process inert since its start, mode off with nothing to report,
 // whose table holds nothing).
@@ -130,6 +127,9 @@ FdTable* kept_table() noexcept {
     return io_table_kept() ? &fd_table() : nullptr;
 }
 
+// newfd is a duplicate of oldfd now: the same file, so what the table knew
+// of oldfd (and what its policy learnt) holds for it; no syscall to
+// classify it again.
 void note_dup(int oldfd, int newfd) noexcept {
     if (FdTable* t = kept_table(); t != nullptr && newfd >= 0) t->set_dup(oldfd, newfd);
 }
@@ -258,7 +258,8 @@ PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
         real_closefrom(lowfd);
     else
         sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
-    if (FdTable* t = kept_table()) t->forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
+    if (FdTable* t = kept_table())
+        t->forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
 }
 
 // ---- stdio: the fd is closed inside libc ------------------------------------------

@@ -214,20 +214,21 @@ void resolve_startup_options(Options& options, OptionSources& sources) noexcept 
     const bool any = vars.count != 0;
     const char* path = any ? listed_env("PIPESPIN_CONFIG", &vars) : nullptr;
     bool too_long = false;
-    if (path != nullptr && path[0] == '\0') {
+    if (path != nullptr) {
         g_must_exist = true;
-        g_path = "";
-    } else if (path != nullptr) {
-        g_must_exist = true;
-        std::size_t n = 0;
-        while (path[n] != '\0' && n + 1 < sizeof g_path_buf) {
-            g_path_buf[n] = path[n];
-            ++n;
+        if (path[0] == '\0') {
+            g_path = "";  // no file: nothing to copy
+        } else {
+            std::size_t n = 0;
+            while (path[n] != '\0' && n + 1 < sizeof g_path_buf) {
+                g_path_buf[n] = path[n];
+                ++n;
+            }
+            g_path_buf[n] = '\0';
+            too_long = path[n] != '\0';
+            if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
+            g_path = g_path_buf;
         }
-        g_path_buf[n] = '\0';
-        too_long = path[n] != '\0';
-        if (too_long) g_path_buf[0] = '\0';  // too long to be a path: reported below
-        g_path = g_path_buf;
     }
     // The few variables found are matched against the table; getenv per
     // option only when they were too many to list.
