@@ -33,7 +33,10 @@ WaitHist reads(WaitEnd e) {
                  [static_cast<int>(e)];
 }
 
-constexpr std::uint64_t kSlept = 1'000'000;  // the real call "slept" 1 ms
+// The real call "slept" 0.75 ms: the middle of its histogram bucket
+// [2^19, 2^20) ns, so that a spin and a call preempted on a busy machine
+// (tens of µs more) still land in it; 1 ms sat 48.6 µs below the bucket's end.
+constexpr std::uint64_t kSlept = 750'000;
 
 // A read of fd's empty pipe whose spin misses and whose real call then
 // "sleeps" kSlept, through after_call().
