@@ -147,7 +147,7 @@ bool plain_inline_on() noexcept {
 // the fast lane did not count: the fd's state and the budget now, or a null
 // state when the real call is all there is to do.
 [[gnu::noinline]] Begun begin_io_full(int fd, Dir dir) noexcept {
-    const FdInfo info = table().lookup(fd, classifier());
+    const FdInfo info = look_up(fd);
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
     // What the fd's lane counted, before anything reads the epoch.
@@ -291,7 +291,7 @@ bool may_spin(int fd, Dir dir) noexcept {
     if (SpinPolicy::never_spins(
             g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed), params))
         return false;
-    const FdInfo info = table().lookup(fd, classifier());
+    const FdInfo info = look_up(fd);
     if (!info.can(dir)) return false;
     const std::uint64_t b =
         budget_for(info.state->dir[static_cast<int>(dir)], params, lane_of(info, dir));

@@ -85,6 +85,8 @@ using SpinHook = void (*)() noexcept;
 // them.
 struct Runtime {
     static constexpr Options kDefaults{};
+    static constexpr unsigned kLazyLooks = 3;  // classify_looks without statistics
+    static_assert(kLazyLooks <= FdTable::kMaxLooks);
     // configure() has run once (start-up): only later calls can find learnt
     // state to reset.
     std::atomic<bool> configured{false};
@@ -116,6 +118,14 @@ struct Runtime {
     // something may spin or statistics count, so that mode off makes the
     // syscalls the program makes and no more.
     std::atomic<bool> classify{true};
+    // On which look an unknown fd is classified (FdTable::lookup): the
+    // first while statistics count (they report every call of every pipe),
+    // else the third, so that a file read to its end in one read (a read,
+    // the read of EOF, a close: what grep, cat and compilers do with most
+    // files) is never classified. A pipe's first two calls then neither
+    // spin nor teach the policy anything: a wait or two of a long-lived
+    // pipe, and a one-shot inherited pipe would seldom have spun anyway.
+    std::atomic<unsigned> classify_looks{kDefaults.stats.empty() ? kLazyLooks : 1u};
     RunQueueGate run_queue;                       // is a CPU free for the peer (policy.h)
     std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
     std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)

@@ -43,6 +43,14 @@ inline Classifier classifier() noexcept {
     return g_runtime.classify.load(std::memory_order_relaxed) ? classify_fd : nullptr;
 }
 
+// The fd's info, an unknown fd classified on its Runtime::classify_looks-th
+// look: for the calls that come back (reads, writes, polls), not for one
+// that happens once per fd (epoll_ctl).
+inline FdInfo look_up(int fd) noexcept {
+    return table().lookup(fd, classifier(),
+                          g_runtime.classify_looks.load(std::memory_order_relaxed));
+}
+
 // The fd's origin and direction in the process's fresh-fd prior.
 inline FreshPrior::Lane& lane_of(const FdInfo& info, Dir dir) noexcept {
     return g_runtime.prior.lane(info.origin(), static_cast<int>(dir));

@@ -69,6 +69,7 @@ void configure(const Options& o, int usable_cpus) noexcept {
     const bool may_spin =
         !SpinPolicy::never_spins(o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0, next);
     update(g_runtime.classify, may_spin || !o.stats.empty());
+    update(g_runtime.classify_looks, o.stats.empty() ? Runtime::kLazyLooks : 1u);
     const bool inert = o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info;
     update(g_runtime.inert, inert);
     if (!inert) update(g_runtime.ever_tracked, true);

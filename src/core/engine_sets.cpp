@@ -138,7 +138,7 @@ SetPipe first_pipe_in_pollfds(void* fds, unsigned long nfds) noexcept {
     auto* pfds = static_cast<sys::PollFd*>(fds);
     for (unsigned long i = 0; i < nfds; ++i) {
         if (pfds[i].fd < 0) continue;
-        FdInfo info = table().lookup(pfds[i].fd, classifier());
+        FdInfo info = look_up(pfds[i].fd);
         if ((pfds[i].events & sys::kPollIn) && info.can(Dir::Read))
             return set_pipe(info, Dir::Read);
         if ((pfds[i].events & sys::kPollOut) && info.can(Dir::Write))
@@ -237,7 +237,7 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
             for (std::uint64_t bits = in[k][w]; bits != 0; bits &= bits - 1) {
                 const int fd = w * 64 + __builtin_ctzll(bits);
                 if (fd >= nfds) break;
-                FdInfo info = table().lookup(fd, classifier());
+                FdInfo info = look_up(fd);
                 if (info.can(dir)) {
                     pipe = set_pipe(info, dir);
                     break;

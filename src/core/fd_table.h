@@ -85,6 +85,10 @@ inline constexpr std::uint32_t kFifo = 1u << 5;      // with kPipe: a named FIFO
 inline constexpr std::uint32_t kMade = 1u << 6;      // with kPipe: made by pipe() in this process
 inline constexpr std::uint32_t kHasAux = 1u
                                          << 7;  // FdState::aux may be set (kept by classification)
+// An unknown fd's word counts the looks it has had (FdTable::lookup with
+// looks > 1): a fd is classified on its n-th look, not its first.
+inline constexpr int kLookShift = 8;
+inline constexpr std::uint32_t kLooks = 3u << kLookShift;
 }  // namespace fdbits
 
 struct FdInfo {
@@ -191,8 +195,13 @@ public:
 
     // The fd's current info. An unknown fd is classified first when a
     // classifier is given (a few syscalls, once per fd); with none, it is
-    // left unknown (info.pipe() false).
-    FdInfo lookup(int fd, Classifier classify) noexcept;
+    // left unknown (info.pipe() false). With looks > 1 (up to kMaxLooks),
+    // an unknown fd is classified on its looks-th lookup: the ones before
+    // only count a look in its word (no syscall) and answer "unknown", so
+    // that a fd used for fewer calls, as most files a process opens are
+    // (read, read EOF, close), costs no classification at all.
+    static constexpr unsigned kMaxLooks = (fdbits::kLooks >> fdbits::kLookShift) + 1;
+    FdInfo lookup(int fd, Classifier classify, unsigned looks = 1) noexcept;
     // lookup()'s answer where it takes a few loads and no call (every read
     // and write the fast lane does not count asks): a known fd below 512
     // (not a pipe, or a pipe whose counters are this process's). Otherwise
@@ -305,7 +314,7 @@ private:
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
     // The fd's state, its counters made this process's.
     FdState* live(Block& b, int fd) noexcept;
-    FdInfo lookup_slow(int fd, Classifier classify) noexcept;
+    FdInfo lookup_slow(int fd, Classifier classify, unsigned looks) noexcept;
     void store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept;
     void become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept;
     // fn(block, first fd) for every mapped block.
@@ -413,11 +422,11 @@ inline bool FdTable::count_fast(int fd, Dir d) noexcept {
     return true;
 }
 
-inline FdInfo FdTable::lookup(int fd, Classifier classify) noexcept {
+inline FdInfo FdTable::lookup(int fd, Classifier classify, unsigned looks) noexcept {
     const FdInfo known = lookup_known(fd);
     if (known.cls != nullptr) [[likely]]
         return known;
-    return lookup_slow(fd, classify);
+    return lookup_slow(fd, classify, looks);
 }
 
 inline std::uint64_t FdTable::watch_word(int fd, Dir dir) const noexcept {

@@ -51,6 +51,50 @@ TEST_CASE_METHOD(Fixture, "an unknown fd is classified once, then cached", "[fd_
     CHECK(b.word == a.word);
 }
 
+TEST_CASE_METHOD(Fixture, "with looks, an unknown fd is classified on its n-th look",
+                 "[fd_table]") {
+    Fake::answer[5] = kReadPipe;
+    for (int i = 0; i < 2; ++i) {
+        const FdInfo early = t.lookup(5, Fake::classify, 3);
+        CHECK_FALSE(early.pipe());
+        CHECK(early.cls == nullptr);
+    }
+    CHECK(Fake::calls == 0);
+    CHECK(t.lookup(5, Fake::classify, 3).can(Dir::Read));
+    CHECK(Fake::calls == 1);
+    CHECK(t.lookup(5, Fake::classify, 3).can(Dir::Read));
+    CHECK(Fake::calls == 1);
+    // The looks were counted in the word, which classification replaced.
+    CHECK((static_cast<std::uint32_t>(t.peek(5)) & fdbits::kLooks) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "looks count per file: a close starts them again", "[fd_table]") {
+    Fake::answer[5] = kReadPipe;
+    t.lookup(5, Fake::classify, 3);
+    t.lookup(5, Fake::classify, 3);
+    t.forget(5);  // closed: the number's next file has had no look
+    CHECK_FALSE(t.lookup(5, Fake::classify, 3).pipe());
+    CHECK_FALSE(t.lookup(5, Fake::classify, 3).pipe());
+    CHECK(Fake::calls == 0);
+    CHECK(t.lookup(5, Fake::classify, 3).pipe());
+    CHECK(Fake::calls == 1);
+    // Without a classifier nothing is counted: the next looks start where
+    // they were.
+    t.forget(5);
+    t.lookup(5, nullptr, 3);
+    t.lookup(5, nullptr, 3);
+    CHECK_FALSE(t.lookup(5, Fake::classify, 3).pipe());
+    CHECK(Fake::calls == 1);
+}
+
+TEST_CASE_METHOD(Fixture, "looks beyond what the word can count are capped", "[fd_table]") {
+    Fake::answer[5] = kReadPipe;
+    unsigned n = 0;
+    while (!t.lookup(5, Fake::classify, 1000).pipe() && n < 100) ++n;
+    CHECK(n == FdTable::kMaxLooks - 1);
+    CHECK(Fake::calls == 1);
+}
+
 TEST_CASE_METHOD(Fixture, "a non-pipe is cached as such and never offers a slot", "[fd_table]") {
     FdInfo a = t.lookup(7, Fake::classify);
     FdInfo b = t.lookup(7, Fake::classify);
