@@ -132,6 +132,34 @@ public:
             bound_of, rounds_of);
     }
 
+    // no shim / arm (wall) over the runs of each that took placement p
+    // (Case::colocated_vol_cs), which need not be the same rounds: the
+    // interval resamples each arm's runs on their own (bootstrap_ratio).
+    // Without kMinPlacedRuns runs of each in it, no value.
+    void placed_ratio(std::string_view id, Placement p, std::size_t arm, double threshold) {
+        const CaseRun* r = find_run(rep_, id);
+        std::vector<double> base, mine;
+        std::string counts;
+        if (r && rep_.runs_arm(arm)) {
+            base = walls_placed(*r, kNoShim, p);
+            mine = walls_placed(*r, arm, p);
+            counts = fmt::format(" (no shim {}, {} {} of {})", base.size(), kArms[arm].name,
+                                 mine.size(), r->arms[kNoShim].samples.size());
+        }
+        const PlacedRatio ratio = cli::placed_ratio(base, mine);
+        add_bounded(
+            id,
+            fmt::format("{} runs{}: no shim / {} (wall)", placement_name(p), counts,
+                        kArms[arm].name),
+            true, threshold, [&](const CaseRun&) { return ratio.value; },
+            [](const CaseRun&) { return std::optional<double>(); });
+        Check& c = out_.back();
+        if (!counts.empty() && !ratio.value)
+            c.value = fmt::format("fewer than {} runs", kMinPlacedRuns);
+        c.interval = ratio.interval;
+        if (c.interval) c.resolved = resolves(*c.interval, threshold);
+    }
+
     std::vector<Check> take() { return std::move(out_); }
 
 private:
@@ -212,6 +240,13 @@ std::vector<Check> acceptance(const Report& rep) {
                     return wall_ratio_at(r, a, p) / e;
                 });
         }
+    }
+    // cmdsubst's runs split by placement (Case::colocated_vol_cs): the
+    // medians above weigh the two by how often each arm took each, which
+    // the scheduler decides; within one placement the arms compare alike.
+    for (Placement p : {Placement::CoLocated, Placement::Spread}) {
+        k.placed_ratio("cmdsubst", p, kAdaptive, 0.97);
+        k.placed_ratio("cmdsubst", p, kOff, 0.98);
     }
     const CaseRun* spawn = find_run(rep, "spawn");
     const std::optional<double> empty_added =

@@ -227,6 +227,38 @@ std::string placement_tables(const Report& rep) {
     return md;
 }
 
+// The cases whose runs are placed by their context switches
+// (Case::colocated_vol_cs): per placement, each arm's runs and their median
+// wall time.
+std::string switch_placement_tables(const Report& rep) {
+    std::string md;
+    for (const CaseRun& r : rep.runs) {
+        if (!(r.spec.colocated_vol_cs > 0)) continue;
+        md += fmt::format(
+            "\nPlacement (`{}`): a run with at least {:g} voluntary context switches per {} ran "
+            "on one CPU (co-located), one with fewer on two (spread). Each arm's runs in each, "
+            "and their median wall time:\n\n| placement |",
+            r.spec.id, r.spec.colocated_vol_cs, r.spec.op);
+        std::string rule = "|---|";
+        for (std::size_t i : rep.arms) {
+            md += fmt::format(" {} |", kArms[i].name);
+            rule += "--:|";
+        }
+        md += "\n" + rule + "\n";
+        for (Placement p : {Placement::CoLocated, Placement::Spread}) {
+            md += fmt::format("| {} |", placement_name(p));
+            for (std::size_t i : rep.arms) {
+                const std::vector<double> w = walls_placed(r, i, p);
+                md += w.empty() ? " 0 |"
+                                : fmt::format(" {}: {} |", w.size(),
+                                              seconds_text(summarize(w).median));
+            }
+            md += "\n";
+        }
+    }
+    return md;
+}
+
 std::string acceptance_table(const Report& rep) {
     const MatrixArgs& a = *rep.args;
     std::string md = "\nAcceptance (from the medians above):\n\n";
@@ -241,7 +273,9 @@ std::string acceptance_table(const Report& rep) {
         "`make-j` the bound is the empty preload's ratio: no preloaded library could; the line "
         "after each says what the shim adds to that empty preload. For `fork` the bound is the "
         "least a fork can cost more, what the empty preload adds, and the line after it the "
-        "shim's own share (off - empty preload).\n\n";
+        "shim's own share (off - empty preload). `cmdsubst`'s runs are also compared within "
+        "each placement (above): the arms' runs there need not be the same rounds, so that "
+        "interval resamples each arm's runs on its own.\n\n";
     md +=
         "| check | value | 95% interval | threshold | bound on this host | result "
         "|\n|---|--:|--:|--:|--:|---|\n";
@@ -297,6 +331,11 @@ std::string arm_json(const CaseRun& r, std::size_t i) {
         .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
         .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
         .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
+    if (r.spec.colocated_vol_cs > 0)
+        o.raw("placement", sample_list(a, [&](const Sample& s) {
+            return json_string(placement_name(
+                placement_by_switches(s.vol_cs, r.spec.ops, r.spec.colocated_vol_cs)));
+        }));
     if (r.spec.figure == Figure::PlacedUsPerOp)
         o.raw("same_cpu",
               sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }))
@@ -369,7 +408,7 @@ std::string per_op_text(double us) {
 
 std::string markdown(const Report& rep) {
     return header(rep) + runs_table(rep) + floors_table(rep) + startup_tables(rep) +
-           placement_tables(rep) + acceptance_table(rep);
+           placement_tables(rep) + switch_placement_tables(rep) + acceptance_table(rep);
 }
 
 std::string json(const Report& rep) {

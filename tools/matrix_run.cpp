@@ -281,6 +281,13 @@ std::vector<double> figures(const ArmResult& a) {
     return v;
 }
 
+std::vector<double> walls_placed(const CaseRun& run, std::size_t arm, Placement p) {
+    if (!(run.spec.colocated_vol_cs > 0)) return {};
+    const ArmResult& a = run.arms[arm];
+    return placed_walls(column(a, &Sample::wall_us), column(a, &Sample::vol_cs), run.spec.ops,
+                        run.spec.colocated_vol_cs, p);
+}
+
 std::vector<std::size_t> rounds_of(const CaseRun& run) {
     return all_rounds(run.arms[kNoShim].samples.size());
 }

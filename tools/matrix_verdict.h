@@ -122,6 +122,44 @@ constexpr std::optional<Placement> classify_placement(int same, int total) {
     return Placement::Mixed;
 }
 
+// A loop of short-lived processes has no pipe pair to sample: where a run's
+// processes ran shows in its voluntary context switches per operation
+// (Case::colocated_vol_cs). A shell's $(...) whose forked child runs on its
+// parent's CPU switches about once more per iteration (the parent gives way
+// to the child, then waits for its exit) than one whose child starts on the
+// other CPU.
+constexpr Placement placement_by_switches(double vol_cs, std::uint64_t ops, double colocated_at) {
+    return ops > 0 && vol_cs >= colocated_at * static_cast<double>(ops) ? Placement::CoLocated
+                                                                         : Placement::Spread;
+}
+// The wall times of the runs (wall, vol_cs: one per run) that took
+// placement p.
+inline std::vector<double> placed_walls(std::span<const double> wall,
+                                        std::span<const double> vol_cs, std::uint64_t ops,
+                                        double colocated_at, Placement p) {
+    std::vector<double> out;
+    for (std::size_t i = 0; i < wall.size() && i < vol_cs.size(); ++i)
+        if (placement_by_switches(vol_cs[i], ops, colocated_at) == p) out.push_back(wall[i]);
+    return out;
+}
+
+// A placement's median needs this many runs of each arm compared.
+inline constexpr std::size_t kMinPlacedRuns = 3;
+
+// no shim / arm over the runs each took in one placement, which need not be
+// the same rounds: the ratio of their medians, and its interval with each
+// side's runs resampled on their own (bootstrap_ratio). Nothing without
+// kMinPlacedRuns runs on each side.
+struct PlacedRatio {
+    std::optional<double> value;
+    std::optional<Interval> interval;
+};
+inline PlacedRatio placed_ratio(const std::vector<double>& base, const std::vector<double>& arm) {
+    if (base.size() < kMinPlacedRuns || arm.size() < kMinPlacedRuns) return {};
+    const RatioTest t = bootstrap_ratio(base, arm, kIntervalSeed);
+    return {t.ratio, Interval{t.ci_low, t.ci_high}};
+}
+
 // A plain round trip this slow has its ends on two CPUs and a sleeping
 // wake-up between them, which is what a spin saves (there a spin must win
 // at least 3x).

@@ -409,7 +409,24 @@ short_lived = ("hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream
 for chk in d["acceptance"]:
     case = chk["check"].split("`")[1]
     speedup = chk["check"].endswith("no shim / adaptive (wall)")
-    if case in short_lived and case in cases:
+    placed = re.fullmatch(r"`cmdsubst`: (co-located|spread) runs \(no shim (\d+), (off|adaptive) (\d+) of (\d+)\): no shim / \3 \(wall\)",
+                          chk["check"])
+    if placed and case in cases:
+        # Each run is placed by its voluntary context switches per
+        # substitution; a placement's check compares the runs each arm had in it.
+        c = cases[case]
+        arm = {a["name"]: a for a in c["arms"]}
+        for a in c["arms"]:
+            assert a["placement"] == ["co-located" if v >= 3.5 * c["ops"] else "spread" for v in a["vol_cs"]], a
+        walls = lambda name: [w for w, p in zip(arm[name]["wall_us"], arm[name]["placement"]) if p == placed.group(1)]
+        base, mine = walls("no shim"), walls(placed.group(3))
+        assert (int(placed.group(2)), int(placed.group(4)), int(placed.group(5))) == (len(base), len(mine), 1), chk
+        assert chk["bound"] is None, chk
+        if min(len(base), len(mine)) < 3:
+            assert chk["value"] == "fewer than 3 runs" and chk["result"] == "not run", chk
+        else:
+            assert abs(float(chk["value"]) - statistics.median(base) / statistics.median(mine)) < 2e-3, chk
+    elif case in short_lived and case in cases:
         # The bound of a short-lived case is the empty preload's ratio; the
         # shim's own share is the arm's ratio over it.
         ratio = {a["name"]: a["wall_ratio"] for a in cases[case]["arms"]}
@@ -429,7 +446,7 @@ for chk in d["acceptance"]:
         assert chk["bound"] == (bounds.get(case) if speedup else None), chk
     # One round: nothing to resample.
     assert chk["interval"] is None and chk["resolved"] is None, chk
-    if chk["value"] == "not run":
+    if chk["value"] in ("not run", "fewer than 3 runs"):
         assert chk["result"] == "not run" and chk["pass"] is None, chk
         continue
     v, (op, t), b = float(chk["value"]), chk["threshold"].split()[:2], chk["bound"]

@@ -241,3 +241,34 @@ TEST_CASE("the percentile interval takes the 2.5% and 97.5% replicates") {
     REQUIRE(ci.low == 251);    // index 0.025 x 9999 rounded: 250
     REQUIRE(ci.high == 9750);  // index 0.975 x 9999 rounded: 9749
 }
+
+TEST_CASE("a run is co-located when its voluntary switches per operation reach the mark") {
+    // cmdsubst: 3.9 per substitution on one CPU, 3.0 on two; the mark 3.5.
+    CHECK(placement_by_switches(7000, 2000, 3.5) == Placement::CoLocated);
+    CHECK(placement_by_switches(7860, 2000, 3.5) == Placement::CoLocated);
+    CHECK(placement_by_switches(6999, 2000, 3.5) == Placement::Spread);
+    CHECK(placement_by_switches(6010, 2000, 3.5) == Placement::Spread);
+    CHECK(placement_by_switches(5, 0, 3.5) == Placement::Spread);  // nothing to divide
+    const std::vector<double> wall{10, 20, 30, 40}, cs{700, 600, 800, 350};
+    CHECK(placed_walls(wall, cs, 200, 3.5, Placement::CoLocated) == std::vector<double>{10, 30});
+    CHECK(placed_walls(wall, cs, 200, 3.5, Placement::Spread) == std::vector<double>{20, 40});
+}
+
+TEST_CASE("a placement's ratio compares the runs each arm had in it, from three of each") {
+    const std::vector<double> base{100, 110, 90}, arm{125, 110, 100, 120};
+    const PlacedRatio r = placed_ratio(base, arm);
+    REQUIRE(r.value);
+    CHECK(*r.value == Approx(100.0 / 115.0));  // medians 100 and 115
+    REQUIRE(r.interval);
+    CHECK(r.interval->low <= *r.value);
+    CHECK(*r.value <= r.interval->high);
+    CHECK(r.interval->low < r.interval->high);
+    // Identical runs: no width.
+    const PlacedRatio same = placed_ratio({5, 5, 5}, {4, 4, 4});
+    REQUIRE(same.interval);
+    CHECK(same.interval->low == Approx(1.25));
+    CHECK(same.interval->high == Approx(1.25));
+    // Two runs of a side are too few: no value, no interval.
+    CHECK_FALSE(placed_ratio({100, 110}, arm).value);
+    CHECK_FALSE(placed_ratio(base, {100, 110}).interval);
+}
