@@ -99,7 +99,7 @@ inline void before_spin() noexcept {
         return;
     const int saved_errno = errno;
     hook();
-    errno = saved_errno;
+    sys::restore_errno(saved_errno);
 }
 
 // ---- one spin --------------------------------------------------------------

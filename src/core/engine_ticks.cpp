@@ -24,7 +24,7 @@ void maybe_reload() noexcept {
         return;
     const int saved_errno = errno;
     hook();
-    errno = saved_errno;
+    sys::restore_errno(saved_errno);
 }
 
 // The statistics tick (interval lines, A/B switches), once its deadline has
@@ -42,7 +42,7 @@ void maybe_stats_tick() noexcept {
         return;
     const int saved_errno = errno;  // the hooks may call libc; the caller's errno stays
     const std::uint64_t after = tick(now);
-    errno = saved_errno;
+    sys::restore_errno(saved_errno);
     g_runtime.stats_next_ns.store(after != 0 ? after : UINT64_MAX, std::memory_order_relaxed);
 }
 

@@ -333,7 +333,7 @@ void before_exec() noexcept {
     if (!g_ready.load(std::memory_order_acquire)) return;
     const int saved = errno;
     stats_write(StatsEvent::Exec);
-    errno = saved;
+    sys::restore_errno(saved);
 }
 
 // The arguments of an execl* call after `arg`, up to the terminating null.
@@ -353,7 +353,7 @@ std::size_t count_args(const char* arg, va_list ap) noexcept {
     if (g_ready.load(std::memory_order_acquire) && stats_enabled()) {
         const int saved = errno;
         stats_exit();
-        errno = saved;
+        sys::restore_errno(saved);
     }
     if (real != nullptr) real(status);
     for (;;) sys::raw(SYS_exit_group, status);

@@ -28,6 +28,7 @@
 #include "core/engine.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
+#include "platform/sys.h"
 
 using namespace pipespin;
 using namespace pipespin::interpose;
@@ -168,7 +169,7 @@ PIPESPIN_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev) 
     if (r == 0) {
         const int e = errno;
         note_epoll_ctl(epfd, op, fd, ev != nullptr && op != EPOLL_CTL_DEL ? ev->events : 0);
-        errno = e;
+        sys::restore_errno(e);
     }
     return r;
 }

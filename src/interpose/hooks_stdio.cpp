@@ -82,7 +82,7 @@ R stdio_read(FILE* fp, bool locked, R failed, Call&& call, std::size_t unit = 0)
         errno = EINTR;
         return failed;
     }
-    errno = saved;
+    sys::restore_errno(saved);
     R r = call();
     if (plan.dir != nullptr) {
         const int e = errno;
@@ -94,7 +94,7 @@ R stdio_read(FILE* fp, bool locked, R failed, Call&& call, std::size_t unit = 0)
             }
         }
         after_call(plan, progress);
-        errno = e;
+        sys::restore_errno(e);
     }
     return r;
 }
@@ -199,7 +199,7 @@ void read_pieces(void* ctx) {
             errno = EINTR;
             return;
         }
-        errno = saved;
+        sys::restore_errno(saved);
         // The piece's result is a byte count, as a read's: the counters and
         // the policy get it as such.
         plan.per_call = false;
@@ -211,7 +211,7 @@ void read_pieces(void* ctx) {
         if (plan.dir != nullptr) {
             const int e = errno;
             after_call(plan, static_cast<long>(r));
-            errno = e;
+            sys::restore_errno(e);
         }
         if (r < piece) return;  // EOF or an error: the flags and errno are the real call's
     }

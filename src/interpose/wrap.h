@@ -36,7 +36,7 @@ R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
                 errno = static_cast<int>(-plan.result);
                 return -1;
             }
-            errno = saved_errno;
+            sys::restore_errno(saved_errno);
             return static_cast<R>(plan.result);
         case Plan::Action::Interrupted:
             after_call(plan, -EINTR);
@@ -45,12 +45,12 @@ R finish(Plan& plan, int fd, int saved_errno, Call&& call) {
         case Plan::Action::Call:
             break;
     }
-    errno = saved_errno;
+    sys::restore_errno(saved_errno);
     R r = call(fd);
     if (plan.dir != nullptr) {
         const int e = errno;
         after_call(plan, static_cast<long>(r));
-        errno = e;
+        sys::restore_errno(e);
     }
     return r;
 }

@@ -19,7 +19,7 @@ long raw6(long nr, long a, long b, long c, long d, long e, long f) noexcept {
     int saved = errno;
     long r = ::syscall(nr, a, b, c, d, e, f);
     if (r == -1) r = -errno;
-    errno = saved;
+    restore_errno(saved);
     return r;
 }
 #endif

@@ -63,6 +63,14 @@ inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e 
 }
 
 // Event bits we ask for and get back; same values as <poll.h>.
+// Puts back the errno a wrapper saved, with no store when it still holds
+// it: errno lives on libc's TLS page, which a process that forks copies (a
+// copy-on-write fault) at its first write after each fork; a shell's
+// parent read its $(...) pipe with a fault more per child for this store.
+inline void restore_errno(int saved) noexcept {
+    if (errno != saved) errno = saved;
+}
+
 inline constexpr short kPollIn = 0x001;
 inline constexpr short kPollOut = 0x004;
 inline constexpr short kPollErr = 0x008;
