@@ -74,11 +74,10 @@ struct Case {
     // to fail unless the shim is there exactly when the arm has it.
     bool worker = false;
     std::string shown{};  // the command as the Markdown shows it, when argv is unreadable
-    // > 0: a run with at least this many voluntary context switches per
-    // operation ran on one CPU, one with fewer on two
-    // (placement_by_switches): the report and the checks then also compare
-    // each placement's runs on their own.
-    double colocated_vol_cs = 0;
+    // Set: each run is placed by its voluntary context switches per
+    // operation (placement_by_switches), and the report and the checks also
+    // compare each placement's runs on their own.
+    SwitchMarks switch_marks{};
 };
 
 // The full parameters, and a scaled-down set for smoke tests.
@@ -180,7 +179,7 @@ void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms);
 std::vector<double> column(const ArmResult& a, double Sample::*field);
 std::vector<double> figures(const ArmResult& a);  // the case's figure; 0 where none
 // The wall times of an arm's runs that took placement p (by their context
-// switches: Case::colocated_vol_cs).
+// switches: Case::switch_marks).
 std::vector<double> walls_placed(const CaseRun& run, std::size_t arm, Placement p);
 // The run's rounds, 0..n-1.
 std::vector<std::size_t> rounds_of(const CaseRun& run);

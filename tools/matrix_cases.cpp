@@ -206,10 +206,10 @@ std::vector<Case> all_cases(const Scale& s) {
          // Runs split in two, with or without the shim: 3.9-4.0 voluntary
          // switches per substitution and the faster (`taskset -c 0`, both
          // processes on one CPU, gives 3.9), or 3.0 and up to a third
-         // slower (the child on the other CPU). The scheduler picks per
-         // run: no shim took the second in 1 run of 15 of one matrix and 10
-         // of 15 of another.
-         .colocated_vol_cs = 3.5});
+         // slower (the child on the other CPU); a few between. The
+         // scheduler picks per run: no shim took the second in 1 run of 15
+         // of one matrix and 13 of 15 of another.
+         .switch_marks = {.colocated_at = 3.75, .spread_at = 3.25}});
     out.push_back({.id = "xargs",
                    .argv = {"sh", "-c", fmt::format("seq {} | xargs -n1 true", s.shell_loops)},
                    .about = "a process started per line",

@@ -133,7 +133,7 @@ public:
     }
 
     // no shim / arm (wall) over the runs of each that took placement p
-    // (Case::colocated_vol_cs), which need not be the same rounds: the
+    // (Case::switch_marks), which need not be the same rounds: the
     // interval resamples each arm's runs on their own (bootstrap_ratio).
     // Without kMinPlacedRuns runs of each in it, no value.
     void placed_ratio(std::string_view id, Placement p, std::size_t arm, double threshold) {
@@ -241,7 +241,7 @@ std::vector<Check> acceptance(const Report& rep) {
                 });
         }
     }
-    // cmdsubst's runs split by placement (Case::colocated_vol_cs): the
+    // cmdsubst's runs split by placement (Case::switch_marks): the
     // medians above weigh the two by how often each arm took each, which
     // the scheduler decides; within one placement the arms compare alike.
     for (Placement p : {Placement::CoLocated, Placement::Spread}) {

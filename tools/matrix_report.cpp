@@ -228,24 +228,25 @@ std::string placement_tables(const Report& rep) {
 }
 
 // The cases whose runs are placed by their context switches
-// (Case::colocated_vol_cs): per placement, each arm's runs and their median
+// (Case::switch_marks): per placement, each arm's runs and their median
 // wall time.
 std::string switch_placement_tables(const Report& rep) {
     std::string md;
     for (const CaseRun& r : rep.runs) {
-        if (!(r.spec.colocated_vol_cs > 0)) continue;
+        if (!r.spec.switch_marks.on()) continue;
         md += fmt::format(
             "\nPlacement (`{}`): a run with at least {:g} voluntary context switches per {} ran "
-            "on one CPU (co-located), one with fewer on two (spread). Each arm's runs in each, "
-            "and their median wall time:\n\n| placement |",
-            r.spec.id, r.spec.colocated_vol_cs, r.spec.op);
+            "on one CPU (co-located), one with at most {:g} on two (spread), one between moved "
+            "during the run (mixed). Each arm's runs in each, and their median wall time:\n\n"
+            "| placement |",
+            r.spec.id, r.spec.switch_marks.colocated_at, r.spec.op, r.spec.switch_marks.spread_at);
         std::string rule = "|---|";
         for (std::size_t i : rep.arms) {
             md += fmt::format(" {} |", kArms[i].name);
             rule += "--:|";
         }
         md += "\n" + rule + "\n";
-        for (Placement p : {Placement::CoLocated, Placement::Spread}) {
+        for (Placement p : {Placement::CoLocated, Placement::Spread, Placement::Mixed}) {
             md += fmt::format("| {} |", placement_name(p));
             for (std::size_t i : rep.arms) {
                 const std::vector<double> w = walls_placed(r, i, p);
@@ -331,10 +332,10 @@ std::string arm_json(const CaseRun& r, std::size_t i) {
         .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
         .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
         .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
-    if (r.spec.colocated_vol_cs > 0)
+    if (r.spec.switch_marks.on())
         o.raw("placement", sample_list(a, [&](const Sample& s) {
             return json_string(placement_name(
-                placement_by_switches(s.vol_cs, r.spec.ops, r.spec.colocated_vol_cs)));
+                placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
         }));
     if (r.spec.figure == Figure::PlacedUsPerOp)
         o.raw("same_cpu",

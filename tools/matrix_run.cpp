@@ -282,10 +282,10 @@ std::vector<double> figures(const ArmResult& a) {
 }
 
 std::vector<double> walls_placed(const CaseRun& run, std::size_t arm, Placement p) {
-    if (!(run.spec.colocated_vol_cs > 0)) return {};
+    if (!run.spec.switch_marks.on()) return {};
     const ArmResult& a = run.arms[arm];
     return placed_walls(column(a, &Sample::wall_us), column(a, &Sample::vol_cs), run.spec.ops,
-                        run.spec.colocated_vol_cs, p);
+                        run.spec.switch_marks, p);
 }
 
 std::vector<std::size_t> rounds_of(const CaseRun& run) {

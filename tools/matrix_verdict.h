@@ -123,23 +123,32 @@ constexpr std::optional<Placement> classify_placement(int same, int total) {
 }
 
 // A loop of short-lived processes has no pipe pair to sample: where a run's
-// processes ran shows in its voluntary context switches per operation
-// (Case::colocated_vol_cs). A shell's $(...) whose forked child runs on its
-// parent's CPU switches about once more per iteration (the parent gives way
-// to the child, then waits for its exit) than one whose child starts on the
-// other CPU.
-constexpr Placement placement_by_switches(double vol_cs, std::uint64_t ops, double colocated_at) {
-    return ops > 0 && vol_cs >= colocated_at * static_cast<double>(ops) ? Placement::CoLocated
-                                                                         : Placement::Spread;
+// processes ran shows in its voluntary context switches per operation. A
+// shell's $(...) whose forked child runs on its parent's CPU switches about
+// once more per iteration (the parent gives way to the child, then waits
+// for its exit) than one whose child starts on the other CPU: a run at or
+// above colocated_at per operation was co-located, one at or below
+// spread_at spread, one between moved during the run (mixed).
+struct SwitchMarks {
+    double colocated_at = 0, spread_at = 0;  // colocated_at 0: not placed this way
+    constexpr bool on() const { return colocated_at > 0; }
+};
+constexpr Placement placement_by_switches(double vol_cs, std::uint64_t ops, SwitchMarks m) {
+    if (ops == 0) return Placement::Mixed;
+    const double per_op = vol_cs / static_cast<double>(ops);
+    return per_op >= m.colocated_at ? Placement::CoLocated
+           : per_op <= m.spread_at  ? Placement::Spread
+                                    : Placement::Mixed;
 }
+
 // The wall times of the runs (wall, vol_cs: one per run) that took
 // placement p.
 inline std::vector<double> placed_walls(std::span<const double> wall,
                                         std::span<const double> vol_cs, std::uint64_t ops,
-                                        double colocated_at, Placement p) {
+                                        SwitchMarks marks, Placement p) {
     std::vector<double> out;
     for (std::size_t i = 0; i < wall.size() && i < vol_cs.size(); ++i)
-        if (placement_by_switches(vol_cs[i], ops, colocated_at) == p) out.push_back(wall[i]);
+        if (placement_by_switches(vol_cs[i], ops, marks) == p) out.push_back(wall[i]);
     return out;
 }
 

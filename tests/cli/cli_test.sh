@@ -417,7 +417,8 @@ for chk in d["acceptance"]:
         c = cases[case]
         arm = {a["name"]: a for a in c["arms"]}
         for a in c["arms"]:
-            assert a["placement"] == ["co-located" if v >= 3.5 * c["ops"] else "spread" for v in a["vol_cs"]], a
+            assert a["placement"] == ["co-located" if v >= 3.75 * c["ops"] else "spread" if v <= 3.25 * c["ops"] else "mixed"
+                                      for v in a["vol_cs"]], a
         walls = lambda name: [w for w, p in zip(arm[name]["wall_us"], arm[name]["placement"]) if p == placed.group(1)]
         base, mine = walls("no shim"), walls(placed.group(3))
         assert (int(placed.group(2)), int(placed.group(4)), int(placed.group(5))) == (len(base), len(mine), 1), chk

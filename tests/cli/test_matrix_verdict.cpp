@@ -242,16 +242,22 @@ TEST_CASE("the percentile interval takes the 2.5% and 97.5% replicates") {
     REQUIRE(ci.high == 9750);  // index 0.975 x 9999 rounded: 9749
 }
 
-TEST_CASE("a run is co-located when its voluntary switches per operation reach the mark") {
-    // cmdsubst: 3.9 per substitution on one CPU, 3.0 on two; the mark 3.5.
-    CHECK(placement_by_switches(7000, 2000, 3.5) == Placement::CoLocated);
-    CHECK(placement_by_switches(7860, 2000, 3.5) == Placement::CoLocated);
-    CHECK(placement_by_switches(6999, 2000, 3.5) == Placement::Spread);
-    CHECK(placement_by_switches(6010, 2000, 3.5) == Placement::Spread);
-    CHECK(placement_by_switches(5, 0, 3.5) == Placement::Spread);  // nothing to divide
-    const std::vector<double> wall{10, 20, 30, 40}, cs{700, 600, 800, 350};
-    CHECK(placed_walls(wall, cs, 200, 3.5, Placement::CoLocated) == std::vector<double>{10, 30});
-    CHECK(placed_walls(wall, cs, 200, 3.5, Placement::Spread) == std::vector<double>{20, 40});
+TEST_CASE("a run is placed by its voluntary switches per operation") {
+    // cmdsubst: 3.9 per substitution on one CPU, 3.0 on two.
+    constexpr SwitchMarks m{.colocated_at = 3.75, .spread_at = 3.25};
+    CHECK(m.on());
+    CHECK_FALSE(SwitchMarks{}.on());
+    CHECK(placement_by_switches(7500, 2000, m) == Placement::CoLocated);
+    CHECK(placement_by_switches(7860, 2000, m) == Placement::CoLocated);
+    CHECK(placement_by_switches(7499, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(6501, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(6500, 2000, m) == Placement::Spread);
+    CHECK(placement_by_switches(6010, 2000, m) == Placement::Spread);
+    CHECK(placement_by_switches(5, 0, m) == Placement::Mixed);  // nothing to divide
+    const std::vector<double> wall{10, 20, 30, 40, 50}, cs{760, 600, 800, 640, 700};
+    CHECK(placed_walls(wall, cs, 200, m, Placement::CoLocated) == std::vector<double>{10, 30});
+    CHECK(placed_walls(wall, cs, 200, m, Placement::Spread) == std::vector<double>{20, 40});
+    CHECK(placed_walls(wall, cs, 200, m, Placement::Mixed) == std::vector<double>{50});
 }
 
 TEST_CASE("a placement's ratio compares the runs each arm had in it, from three of each") {
