@@ -74,6 +74,7 @@ int control_thread_spin(int enable) noexcept {
 
 int control_get_stats(pipespin_stats* out) noexcept {
     if (out == nullptr || out->size < 2 * sizeof(std::uint32_t)) return -EINVAL;
+    counters_read();
     StatsSnapshot snap;
     stats_snapshot(snap);
     pipespin_stats all{};

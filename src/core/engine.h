@@ -119,13 +119,18 @@ struct Runtime {
     // syscalls the program makes and no more.
     std::atomic<bool> classify{true};
     // On which look an unknown fd is classified (FdTable::lookup): the
-    // first while statistics count (they report every call of every pipe),
-    // else the third, so that a file read to its end in one read (a read,
-    // the read of EOF, a close: what grep, cat and compilers do with most
-    // files) is never classified. A pipe's first two calls then neither
-    // spin nor teach the policy anything: a wait or two of a long-lived
-    // pipe, and a one-shot inherited pipe would seldom have spun anyway.
+    // first where something reads the counters (statistics lines, the exit
+    // summary of log=info, the program through pipespin_get_stats: they
+    // count every call of every pipe), else the third, so that a file read
+    // to its end in one read (a read, the read of EOF, a close: what grep,
+    // cat and compilers do with most files) is never classified. A pipe's
+    // first two calls then neither spin nor teach the policy anything: a
+    // wait or two of a long-lived pipe, and a one-shot inherited pipe would
+    // seldom have spun anyway.
     std::atomic<unsigned> classify_looks{kDefaults.stats.empty() ? kLazyLooks : 1u};
+    // The program asked for its counters (counters_read()): classify_looks
+    // stays 1 through reloads.
+    std::atomic<bool> counters_asked{false};
     RunQueueGate run_queue;                       // is a CPU free for the peer (policy.h)
     std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
     std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)
@@ -185,6 +190,9 @@ FdTable& fd_table() noexcept;
 // process, which tracks nothing: see Runtime::inert).
 void note_pipe(int rfd, int wfd) noexcept;
 
+// The program reads its counters (pipespin_get_stats): from now on every
+// call of every pipe is counted, a fd not made by pipe() from its first.
+void counters_read() noexcept;
 // Applies resolved options to every fd (at start-up and on a live reload).
 // A change of mode or spin_us restarts what adaptive mode learnt.
 void configure(const Options& o, int usable_cpus) noexcept;

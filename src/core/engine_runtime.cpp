@@ -52,6 +52,11 @@ bool update(std::atomic<T>& field, V value) noexcept {
 }
 }  // namespace
 
+void counters_read() noexcept {
+    update(g_runtime.counters_asked, true);
+    update(g_runtime.classify_looks, 1u);
+}
+
 void configure(const Options& o, int usable_cpus) noexcept {
     const bool mode_changed = update(g_runtime.mode, o.mode());
     const bool ceiling_changed =
@@ -69,7 +74,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     const bool may_spin =
         !SpinPolicy::never_spins(o.spin_read != 0 || o.spin_write != 0 || o.spin_poll != 0, next);
     update(g_runtime.classify, may_spin || !o.stats.empty());
-    update(g_runtime.classify_looks, o.stats.empty() ? Runtime::kLazyLooks : 1u);
+    const bool counted = !o.stats.empty() || o.log() >= LogLevel::Info ||
+                         g_runtime.counters_asked.load(std::memory_order_relaxed);
+    update(g_runtime.classify_looks, counted ? 1u : Runtime::kLazyLooks);
     const bool inert = o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info;
     update(g_runtime.inert, inert);
     if (!inert) update(g_runtime.ever_tracked, true);
