@@ -250,9 +250,9 @@ std::string switch_placement_tables(const Report& rep) {
             md += fmt::format("| {} |", placement_name(p));
             for (std::size_t i : rep.arms) {
                 const std::vector<double> w = walls_placed(r, i, p);
-                md += w.empty() ? " 0 |"
-                                : fmt::format(" {}: {} |", w.size(),
-                                              seconds_text(summarize(w).median));
+                md += w.empty()
+                          ? " 0 |"
+                          : fmt::format(" {}: {} |", w.size(), seconds_text(summarize(w).median));
             }
             md += "\n";
         }
@@ -334,9 +334,9 @@ std::string arm_json(const CaseRun& r, std::size_t i) {
         .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
     if (r.spec.switch_marks.on())
         o.raw("placement", sample_list(a, [&](const Sample& s) {
-            return json_string(placement_name(
-                placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
-        }));
+                  return json_string(placement_name(
+                      placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
+              }));
     if (r.spec.figure == Figure::PlacedUsPerOp)
         o.raw("same_cpu",
               sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }))

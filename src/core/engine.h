@@ -85,7 +85,7 @@ using SpinHook = void (*)() noexcept;
 // them.
 struct Runtime {
     static constexpr Options kDefaults{};
-    static constexpr unsigned kLazyLooks = 3;  // classify_looks without statistics
+    static constexpr unsigned kLazyLooks = 3;  // classify_looks where nothing reads the counters
     static_assert(kLazyLooks <= FdTable::kMaxLooks);
     // configure() has run once (start-up): only later calls can find learnt
     // state to reset.

@@ -115,12 +115,14 @@ FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcep
     std::uint64_t w = cls.load(std::memory_order_acquire);
     if (!(static_cast<std::uint32_t>(w) & fdbits::kKnown)) [[unlikely]] {
         if (classify == nullptr) return {};
-        const std::uint32_t seen = (static_cast<std::uint32_t>(w) & fdbits::kLooks) >> fdbits::kLookShift;
+        const std::uint32_t seen =
+            (static_cast<std::uint32_t>(w) & fdbits::kLooks) >> fdbits::kLookShift;
         if (seen + 1 < (looks < kMaxLooks ? looks : kMaxLooks)) {
             // Not yet: one look more. A racing look or close may win the
             // word: then this look is not counted, which only delays the
             // classification by a call.
-            cls.compare_exchange_strong(w, w + (1u << fdbits::kLookShift), std::memory_order_acq_rel);
+            cls.compare_exchange_strong(w, w + (1u << fdbits::kLookShift),
+                                        std::memory_order_acq_rel);
             return {};
         }
         const std::uint32_t bits = classify(fd);

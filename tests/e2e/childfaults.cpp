@@ -53,8 +53,7 @@ int parent_case(int n) {
             std::fprintf(stderr, "childfaults: an iteration failed\n");
             return 1;
         }
-        if (i == n)
-            std::printf("%.2f\n", static_cast<double>(self_faults() - from) / n);
+        if (i == n) std::printf("%.2f\n", static_cast<double>(self_faults() - from) / n);
     }
     return 0;
 }
