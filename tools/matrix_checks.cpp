@@ -138,9 +138,10 @@ public:
     // Without kMinPlacedRuns runs of each in it, no value.
     void placed_ratio(std::string_view id, Placement p, std::size_t arm, double threshold) {
         const CaseRun* r = find_run(rep_, id);
+        const bool ran = r != nullptr && rep_.runs_arm(arm);
         std::vector<double> base, mine;
         std::string counts;
-        if (r && rep_.runs_arm(arm)) {
+        if (ran) {
             base = walls_placed(*r, kNoShim, p);
             mine = walls_placed(*r, arm, p);
             counts = fmt::format(" (no shim {}, {} {} of {})", base.size(), kArms[arm].name,
@@ -154,7 +155,7 @@ public:
             true, threshold, [&](const CaseRun&) { return ratio.value; },
             [](const CaseRun&) { return std::optional<double>(); });
         Check& c = out_.back();
-        if (!counts.empty() && !ratio.value)
+        if (ran && !ratio.value)
             c.value = fmt::format("fewer than {} runs", kMinPlacedRuns);
         c.interval = ratio.interval;
         if (c.interval) c.resolved = resolves(*c.interval, threshold);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "platform/sys.h"
@@ -117,7 +118,7 @@ FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcep
         if (classify == nullptr) return {};
         const std::uint32_t seen =
             (static_cast<std::uint32_t>(w) & fdbits::kLooks) >> fdbits::kLookShift;
-        if (seen + 1 < (looks < kMaxLooks ? looks : kMaxLooks)) {
+        if (seen + 1 < std::min(looks, kMaxLooks)) {
             // Not yet: one look more. A racing look or close may win the
             // word: then this look is not counted, which only delays the
             // classification by a call.

@@ -62,7 +62,6 @@ inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e 
     return raw6(nr, a, b, c, d, e, f);
 }
 
-// Event bits we ask for and get back; same values as <poll.h>.
 // Puts back the errno a wrapper saved, with no store when it still holds
 // it: errno lives on libc's TLS page, which a process that forks copies (a
 // copy-on-write fault) at its first write after each fork; a shell's
@@ -71,6 +70,7 @@ inline void restore_errno(int saved) noexcept {
     if (errno != saved) errno = saved;
 }
 
+// Event bits we ask for and get back; same values as <poll.h>.
 inline constexpr short kPollIn = 0x001;
 inline constexpr short kPollOut = 0x004;
 inline constexpr short kPollErr = 0x008;

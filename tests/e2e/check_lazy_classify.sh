@@ -24,26 +24,22 @@ for i in $(seq 20); do
   files+=("$work/f$i")
 done
 
-# fstat calls of CMD (every process), with the given environment.
+# fstat calls of CMD (every process), with the given environment; stdin is
+# the caller's. In $(...): the caller exits on its failure.
 fstats() {  # ENV... -- CMD...
   local pre=()
   while [ "$1" != -- ]; do pre+=("$1"); shift; done
   shift
-  env "${pre[@]}" strace -f -qq -e trace=fstat -o "$work/trace" "$@" </dev/null >/dev/null ||
+  env "${pre[@]}" strace -f -qq -e trace=fstat -o "$work/trace" "$@" >/dev/null ||
     { echo "FAIL: $* failed" >&2; exit 1; }
-  grep -c '^[0-9]* *fstat(' "$work/trace"
-}
-pipe_fstats() {  # ENV...
-  seq 200000 | env "$@" strace -f -qq -e trace=fstat -o "$work/trace" wc -l >/dev/null ||
-    { echo "FAIL: wc -l failed" >&2; exit 1; }
-  grep -c '^[0-9]* *fstat(' "$work/trace"
+  awk '/^[0-9]* *fstat\(/ { n++ } END { print n + 0 }' "$work/trace"
 }
 
 shim=(LD_PRELOAD="$lib" PIPESPIN_CONFIG= PIPESPIN_MODE=adaptive)
 status=0
-none=$(fstats -- grep -c . "${files[@]}")
-lazy=$(fstats "${shim[@]}" -- grep -c . "${files[@]}")
-eager=$(fstats "${shim[@]}" PIPESPIN_STATS="$work/stats" -- grep -c . "${files[@]}")
+none=$(fstats -- grep -c . "${files[@]}" </dev/null) || exit 1
+lazy=$(fstats "${shim[@]}" -- grep -c . "${files[@]}" </dev/null) || exit 1
+eager=$(fstats "${shim[@]}" PIPESPIN_STATS="$work/stats" -- grep -c . "${files[@]}" </dev/null) || exit 1
 echo "grep -c over 20 files, fstat calls: $none without the shim, $lazy adaptive, $eager adaptive with statistics"
 if [ $((lazy - none)) -gt 1 ]; then
   echo "FAIL: the shim classified files read once (more than stdout's fstat)" >&2
@@ -53,8 +49,8 @@ if [ $((eager - none)) -lt 20 ]; then
   echo "FAIL: with statistics every file read is classified at its first read ($eager - $none < 20)" >&2
   status=1
 fi
-pnone=$(pipe_fstats -u LD_PRELOAD)
-plazy=$(pipe_fstats "${shim[@]}")
+pnone=$(seq 200000 | fstats -u LD_PRELOAD -- wc -l) || exit 1
+plazy=$(seq 200000 | fstats "${shim[@]}" -- wc -l) || exit 1
 echo "wc -l of a pipe, fstat calls: $pnone without the shim, $plazy adaptive"
 if [ $((plazy - pnone)) -ne 1 ]; then
   echo "FAIL: the pipe wc reads many times was not classified exactly once" >&2

@@ -29,8 +29,9 @@ long self_faults() {
 int parent_case(int n) {
     // One iteration first, so that the loop counts the steady state (the
     // first pipe maps the shim's table, libc's paths fault in once).
-    for (int i = 0, from = 0; i <= n; ++i) {
-        if (i == 1) from = static_cast<int>(self_faults());
+    long from = 0;
+    for (int i = 0; i <= n; ++i) {
+        if (i == 1) from = self_faults();
         int p[2];
         if (pipe(p) != 0) {
             std::perror("pipe");
