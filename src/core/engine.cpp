@@ -110,7 +110,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
 // report its interval lines or pick up a changed config file, and one that
 // never waited would never switch arms. A fd in a run of not spinning whose
 // calls the fast lane counts runs them from the calls it does not (the
-// first and last of each epoch: one in 32).
+// last of each epoch, which is also the next one's first: one in 63).
 bool due_periodic_hooks(const IoCounters& c) noexcept {
     return (c.calls.load(std::memory_order_relaxed) & 15) == 0;
 }
@@ -154,7 +154,7 @@ bool plain_inline_on() noexcept {
     table().settle_fast(fd, dir, st);
     // The periodic hooks: one call in 16; in a run of not spinning, every
     // call that comes here (the fast lane counts the others), which is the
-    // first and the last of each epoch of 64: one in 32.
+    // last of each epoch of the run, also the next one's first: one in 63.
     if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline_on()))
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
@@ -169,8 +169,11 @@ bool plain_inline_on() noexcept {
     // void the lane (configure() stores them before it moves the tag on).
     const std::uint32_t tag = table().fast_tag();
     if (plain_inline_on())
-        if (const std::uint32_t n = SpinPolicy::inline_run(st.policy))
+        if (const std::uint32_t n = SpinPolicy::inline_run(st.policy)) {
             table().arm_fast(fd, dir, n, tag);
+            if (!g_runtime.lanes_armed.load(std::memory_order_relaxed))
+                g_runtime.lanes_armed.store(true, std::memory_order_relaxed);
+        }
     return {};
 }
 

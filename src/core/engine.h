@@ -63,7 +63,7 @@ struct Plan {
 //    one read or write in 16 per fd direction of any other kind (a process
 //    whose pipes are always ready, or that adaptive mode keeps from
 //    spinning, makes no slow-path call; in a run of not spinning without
-//    statistics lines, one in 32: see begin_io_full() in engine.cpp), and
+//    statistics lines, one in 63: see begin_io_full() in engine.cpp), and
 //    after every timed read (Plan::Timed), which has the clock in hand.
 //    Called once its deadline (coarse monotonic ns) has passed, it returns
 //    the next one (0: none);
@@ -112,6 +112,10 @@ struct Runtime {
     // entries): only a process inert since its start lets closes and dups
     // pass without keeping the fd table true (io_table_kept()).
     std::atomic<bool> ever_tracked{false};
+    // A fast lane has been armed in this process or a parent (the table's
+    // fast_armed(), on this line, which every wrapper reads first: until
+    // then io_counted_fast() reads nothing of the table).
+    std::atomic<bool> lanes_armed{false};
     WakeEstimate wake;
     FreshPrior prior;  // what the first waits of fresh fds taught the process
     // Unknown fds are classified (a few syscalls, once per fd): only when
@@ -182,7 +186,8 @@ inline bool io_untracked(std::size_t n) noexcept {
 // wrappers ask it after io_inert() and the zero-byte test (io_untracked()),
 // before they call into the engine.
 inline bool io_counted_fast(int fd, Dir dir) noexcept {
-    return engine::g_table.count_fast(fd, dir);
+    return engine::g_runtime.lanes_armed.load(std::memory_order_relaxed) &&
+           engine::g_table.count_fast(fd, dir);
 }
 // The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;

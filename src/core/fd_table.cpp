@@ -322,14 +322,14 @@ void FdTable::snapshot(StatsSnapshot& out) noexcept {
 void FdTable::new_process() noexcept {
     process_gen().fetch_add(1, kRelaxed);
     // What the lanes counted was the parent's, as its counters were.
-    fast_tag_.fetch_add(1, std::memory_order_release);
+    fast_tag_.fetch_add(kTagStep, std::memory_order_release);
 }
 
 void FdTable::arm_fast(int fd, Dir d, std::uint32_t n, std::uint32_t tag) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
     if (lane == nullptr || n == 0 || n > kFastMax) return;
     if (!fast_armed()) first_block()->page[0].fast_armed.store(1, kRelaxed);
-    lane->store((tag & 0xffff) << 16 | n << 8 | n, kRelaxed);
+    lane->store((tag & ~(kTagStep - 1)) | n << 8 | n, kRelaxed);
 }
 
 std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
@@ -360,7 +360,7 @@ void FdTable::void_fast() noexcept {
     for_each_state([&](int fd, std::uint64_t, FdState& s) {
         if (s.gen.load(kRelaxed) == g) settle_fast(fd, s);
     });
-    fast_tag_.fetch_add(1, std::memory_order_release);
+    fast_tag_.fetch_add(kTagStep, std::memory_order_release);
 }
 
 std::uint32_t classify_fd(int fd) noexcept {

@@ -214,12 +214,16 @@ public:
     // Counts one call on fd's lane for d and returns true, if the lane is
     // armed (this process, these settings) and has calls left; otherwise
     // changes nothing. A few instructions, no call: the wrappers ask it
-    // before anything else of the engine.
+    // before anything else of the engine. It reads the lanes' page even in
+    // a table that never armed one (a first read of a page is a fault):
+    // the wrappers ask it only once some lane was (engine.h,
+    // io_counted_fast()).
     bool count_fast(int fd, Dir d) noexcept;
-    // The lanes' tag now. Read it before the settings a lane is armed
-    // under: a change of settings after it voids the lane.
+    // The lanes' tag now, in the high half of a lane's word (see fast_).
+    // Read it before the settings a lane is armed under: a change of
+    // settings after it voids the lane.
     std::uint32_t fast_tag() const noexcept {
-        return fast_tag_.load(std::memory_order_acquire) & 0xffff;
+        return fast_tag_.load(std::memory_order_acquire);
     }
     // Arms fd's lane for d for the next n calls (1..kFastMax), which
     // count_fast() then counts while `tag` (fast_tag()) is current. The
@@ -364,9 +368,12 @@ private:
         return first_block()->page[0].fast_armed.load(std::memory_order_relaxed) != 0;
     }
     alignas(64) unsigned char first_storage_[sizeof(Block) + FdPage::kBytes - 64] = {};
-    // The fast lanes' tag (its low 16 bits; see count_fast()), on the line
-    // of the first lanes. Zero is a tag too: a zero lane counts nothing and
-    // has nothing pending.
+    // The fast lanes' tag, kept where a lane keeps it (tag << 16: its low
+    // half is zero, and it moves on by 1 << 16, wrapping), so that a lane
+    // is current when (lane ^ tag) < 1 << 16; on the line of the first
+    // lanes. Zero is a tag too: a zero lane counts nothing and has nothing
+    // pending.
+    static constexpr std::uint32_t kTagStep = 1u << 16;
     alignas(64) std::atomic<std::uint32_t> fast_tag_{0};
     // The fast lanes: per fd and direction, tag << 16 | armed n << 8 | calls
     // left. Untouched (no page backed) until a lane is first armed.
@@ -379,7 +386,7 @@ private:
     }
     // What a lane counted since it was armed, if its tag is current.
     std::uint32_t fast_pending(std::uint32_t v) const noexcept {
-        if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff)) return 0;
+        if ((v ^ fast_tag_.load(std::memory_order_relaxed)) >= kTagStep) return 0;
         return ((v >> 8) & 0xff) - (v & 0xff);
     }
 };
@@ -411,10 +418,10 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
 
 inline bool FdTable::count_fast(int fd, Dir d) noexcept {
     std::atomic<std::uint32_t>* lane = fast_lane(fd, d);
-    if (lane == nullptr || !fast_armed()) [[unlikely]]
+    if (lane == nullptr) [[unlikely]]
         return false;
     const std::uint32_t v = lane->load(std::memory_order_relaxed);
-    if ((v >> 16) != (fast_tag_.load(std::memory_order_relaxed) & 0xffff) || (v & 0xff) == 0)
+    if ((v ^ fast_tag_.load(std::memory_order_relaxed)) >= kTagStep || (v & 0xff) == 0)
         return false;
     // Two threads on one fd and direction at once may lose a count, as
     // bump() may: statistics, and an epoch a call longer.

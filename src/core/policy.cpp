@@ -312,7 +312,8 @@ bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p, NowFn now) n
     // The next epoch starts with the next call, which on_call() times if
     // that epoch measures.
     s.epoch_calls.store(0, kRelaxed);
-    if (timed && per_call_ns(now() - s.epoch_start_ns.load(kRelaxed), calls - 1) >
+    const std::uint64_t t = timed ? now() : 0;
+    if (timed && per_call_ns(t - s.epoch_start_ns.load(kRelaxed), calls - 1) >
                      kDriftFactor * s.plain_call_ns.load(kRelaxed)) {
         // The decision is stale: measure again, both ways in full (the old
         // plain cost must not end the TrySpin epoch early).
@@ -321,6 +322,15 @@ bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p, NowFn now) n
         return true;
     }
     end_exploit_epoch(s);
+    // A run of not spinning that goes on: this call is also the next
+    // epoch's first, its clock started with the same reading (as a
+    // measuring epoch's last call starts the next one in on_call()), so
+    // that a stream leaves the engine's fast lane once an epoch
+    // (inline_run()), not twice.
+    if (phase == Phase::Plain && s.get_phase() == Phase::Plain) {
+        s.epoch_calls.store(1, kRelaxed);
+        if (timed) s.epoch_start_ns.store(t, kRelaxed);
+    }
     return true;
 }
 

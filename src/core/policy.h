@@ -256,15 +256,18 @@ public:
     // the real call, and returns true; returns false (and counts nothing)
     // in a measuring epoch, whose cost needs the bytes the call moves:
     // on_call() after the real call then counts it. Asks the clock only at
-    // the first and last call of a Plain epoch (kDriftFactor).
+    // the first and last call of a Plain epoch (kDriftFactor; once where
+    // the last of one epoch of a run is the next one's first).
     static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept;
     // The calls of a run of not spinning need nothing but their count: how
     // many of the calls after this one may be counted without asking the
     // policy (the engine's fast lane, fd_table.h), then settled with
     // settle_inline(). For a fd in Plain, not hinted, whose epoch has
     // started (its first call, which may start the epoch's clock, was
-    // counted): the calls up to, not including, the epoch's last, which
-    // ends it (and may start measuring). 0 otherwise. budget_ns() would say
+    // counted; in a run of not spinning that goes on, the last call of the
+    // epoch before is the first of the next: count_early()): the calls up
+    // to, not including, the epoch's last, which ends it (and may start
+    // measuring). 0 otherwise. budget_ns() would say
     // 0 for each of them and count_early() would only count it. Adaptive
     // mode only (the caller's check).
     static std::uint32_t inline_run(const PolicyState& s) noexcept {

@@ -86,20 +86,27 @@ namespace {
 // An inert process (mode off with nothing to report: the A/B control arm,
 // a process switched off) is asked about first, with one load: its calls
 // are the real calls and nothing else, whether or not the shim is engaged
-// or busy (the real functions are resolved before it can be inert).
+// or busy (the real functions are resolved before it can be inert). Then a
+// call its fd's fast lane counts (a pipe in a run of not spinning: most
+// calls of a stream), before engaged(): a lane is armed only by a call the
+// engine looked at, in a process that was ready, and counting one call
+// more there is all that call asks of the shim, busy or not (a signal
+// handler's read inside the shim's own slow path: it is the program's).
 inline ssize_t do_read(int fd, void* buf, size_t n) {
     if (io_inert()) return real_read.tail_call(fd, buf, n);
+    if (n != 0 && io_counted_fast(fd, Dir::Read)) return real_read.tail_call(fd, buf, n);
     if (!engaged()) [[unlikely]]
         return read_unengaged(fd, buf, n);
-    if (n == 0 || io_counted_fast(fd, Dir::Read)) return real_read.tail_call(fd, buf, n);
+    if (n == 0) return real_read.tail_call(fd, buf, n);
     return read_tracked(fd, buf, n);
 }
 
 inline ssize_t do_write(int fd, const void* buf, size_t n) {
     if (io_inert()) return real_write.tail_call(fd, buf, n);
+    if (n != 0 && io_counted_fast(fd, Dir::Write)) return real_write.tail_call(fd, buf, n);
     if (!engaged()) [[unlikely]]
         return write_unengaged(fd, buf, n);
-    if (n == 0 || io_counted_fast(fd, Dir::Write)) return real_write.tail_call(fd, buf, n);
+    if (n == 0) return real_write.tail_call(fd, buf, n);
     return write_tracked(fd, buf, n);
 }
 
