@@ -248,6 +248,9 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
                 iov,
                 iovcnt};
     const SignalMark mark;
+    // The look may be the call itself (nowait): a cancellation point first,
+    // as the call is at its entry, before anything is consumed or written.
+    if (nowait) sys::test_cancel();
     switch (look(0)) {
         case Look::Answer:
             return done(&st, look.result);

@@ -142,20 +142,26 @@ struct Fd {
 // (the program must get its EAGAIN, not a spin) or no longer names the file
 // the call began on (see Fd). `mark` holds the signal epochs as they were
 // before the first look at the fd, so that a handler that ran during that
-// look counts too.
+// look counts too. Each look comes after a cancellation point: a look may
+// be the call itself (Look::Answer), and the blocking call would have acted
+// on a pending cancellation before it consumed or wrote anything.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
              const Fd* on = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
+    // O_NONBLOCK is read from the kernel each time, never cached: a dup,
+    // fcntl, FIONBIO or another process sharing the file description may
+    // have changed it. A non-blocking fd (or one that is gone) gets the
+    // real call's answer, never a spin's EINTR.
+    auto non_blocking = [on] {
+        const long fl = sys::getfl(on->fd);
+        return fl < 0 || (fl & O_NONBLOCK) != 0;
+    };
     for (unsigned i = 1;; ++i) {
         sys::cpu_relax();
         if (on != nullptr) {
-            // O_NONBLOCK is read from the kernel each time, never cached: a
-            // dup, fcntl, FIONBIO or another process sharing the file
-            // description may have changed it.
-            long fl = i == kNonBlockCheckAt ? sys::getfl(on->fd) : 0;
-            if (fl < 0 || (fl & O_NONBLOCK)) {
+            if (i == kNonBlockCheckAt && non_blocking()) {
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
             }
@@ -164,15 +170,21 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
                 return SpinEnd::Ready;  // the kernel decides, on what the number names now
             }
         }
+        // Deferred cancellation: the blocking call would be a cancellation
+        // point, so the spin is one too (no-op unless a cancel is pending).
+        sys::test_cancel();
         Look look = step(i);
         std::uint64_t now = sys::now_ns();
         spent_ns = now - start;
         if (look == Look::Answer) return SpinEnd::Answer;
         if (look == Look::Ready) return SpinEnd::Ready;
-        if (mark.handler_ran()) return SpinEnd::Interrupted;
-        // Deferred cancellation: the blocking call would be a cancellation
-        // point, so the spin is one too (no-op unless a cancel is pending).
-        sys::test_cancel();
+        if (mark.handler_ran()) {
+            // Before the fd's mode was read: a non-blocking fd's call would
+            // have returned at once, with nothing to interrupt.
+            if (on != nullptr && i < kNonBlockCheckAt && non_blocking())
+                return SpinEnd::NonBlocking;
+            return SpinEnd::Interrupted;
+        }
         if (now >= deadline) return SpinEnd::Exhausted;
     }
 }

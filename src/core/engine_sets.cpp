@@ -182,7 +182,9 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
     if (set_waits_never_spin(params)) return plan;
     // Let the kernel look at the array first: it validates the pointer (a bad
     // one gives EFAULT from the real poll, not a crash here), and a ready set
-    // is the answer at once.
+    // is the answer at once. poll is a cancellation point at its entry: so
+    // is its look, which may be its answer.
+    sys::test_cancel();
     const SignalMark mark;
     long r = sys::poll0(fds, nfds);
     if (r > 0) return done(nullptr, r);
@@ -268,7 +270,10 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     plan.timeout_ns = timeout_ns;
     const PolicyParams params = g_runtime.params();
     if (timeout_ns == 0 || nfds == 0 || set_waits_off(params)) return plan;
-    // The kernel looks first: it validates the array and the mask.
+    // The kernel looks first: it validates the array and the mask. A
+    // cancellation point first, as the call's entry is (the look may be the
+    // answer).
+    sys::test_cancel();
     const SignalMark mark;
     const long r = sys::ppoll0(fds, nfds, sigmask);
     if (r > 0) return done(nullptr, r);
@@ -336,6 +341,7 @@ Plan epoll_plan(int epfd, void* events, int maxevents, std::int64_t timeout_ns, 
         if (timeout_ns == 0 || timeout_ns == kBadTimeout) return plan;
         plan.timeout_ns = timeout_ns;
     }
+    sys::test_cancel();  // the call's entry: the look may be the answer
     const SignalMark mark;
     const long r = sys::epoll_pwait0(epfd, events, maxevents, sigmask);
     if (r > 0) return done(nullptr, r);

@@ -50,13 +50,17 @@ namespace {
 [[gnu::noinline]] ssize_t read_waiting(Begun b, int fd, void* buf, size_t n) {
     const int saved = errno;
     Plan plan = continue_read(b, fd, buf, n);
-    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_read(use, buf, n); });
+    return finish<ssize_t>(
+        plan, fd, saved, [&](int use) { return real_read(use, buf, n); },
+        [&] { return nowait_try(sys::read_nowait(fd, buf, n)); });
 }
 
 [[gnu::noinline]] ssize_t write_waiting(Begun b, int fd, const void* buf, size_t n) {
     const int saved = errno;
     Plan plan = continue_write(b, fd, buf, n);
-    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_write(use, buf, n); });
+    return finish<ssize_t>(
+        plan, fd, saved, [&](int use) { return real_write(use, buf, n); },
+        [&] { return nowait_try(sys::write_nowait(fd, buf, n)); });
 }
 
 // read and write: every path ends in a tail call, and the common ones (not

@@ -18,7 +18,11 @@ using namespace pipespin::interpose;
 
 namespace {
 
-// splice and tee: a wait for the input pipe, else for the output pipe.
+// splice and tee: a wait for the input pipe, else for the output pipe (not
+// for 0 bytes, which the kernel answers at once). A handler that interrupts
+// the wait gets EINTR only if the call, tried with SPLICE_F_NONBLOCK, would
+// still block (wrap.h, finish()): a bad fd or offset, tee of a pipe to
+// itself, get the kernel's error.
 Plan before_transfer(int in, int out, unsigned int flags) {
     if (flags & SPLICE_F_NONBLOCK) return {};
     Plan plan = before_ready(in, Dir::Read, Via::Splice);
@@ -36,7 +40,9 @@ PIPESPIN_EXPORT ssize_t readv(int fd, const struct iovec* iov, int n) {
     }
     const int saved = errno;
     Plan plan = before_readv(fd, iov, n);
-    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_readv(use, iov, n); });
+    return finish<ssize_t>(
+        plan, fd, saved, [&](int use) { return real_readv(use, iov, n); },
+        [&] { return nowait_try(sys::readv_nowait(fd, iov, n)); });
 }
 
 PIPESPIN_EXPORT ssize_t writev(int fd, const struct iovec* iov, int n) {
@@ -46,7 +52,9 @@ PIPESPIN_EXPORT ssize_t writev(int fd, const struct iovec* iov, int n) {
     }
     const int saved = errno;
     Plan plan = before_writev(fd, iov, n);
-    return finish<ssize_t>(plan, fd, saved, [&](int use) { return real_writev(use, iov, n); });
+    return finish<ssize_t>(
+        plan, fd, saved, [&](int use) { return real_writev(use, iov, n); },
+        [&] { return nowait_try(sys::writev_nowait(fd, iov, n)); });
 }
 
 PIPESPIN_EXPORT ssize_t splice(int in, loff_t* in_off, int out, loff_t* out_off, size_t len,
@@ -57,9 +65,14 @@ PIPESPIN_EXPORT ssize_t splice(int in, loff_t* in_off, int out, loff_t* out_off,
                                 reinterpret_cast<long>(out_off), static_cast<long>(len), flags));
     }
     const int saved = errno;
-    Plan plan = before_transfer(in, out, flags);
-    return finish<ssize_t>(plan, -1, saved,
-                           [&](int) { return real_splice(in, in_off, out, out_off, len, flags); });
+    Plan plan = len == 0 ? Plan{} : before_transfer(in, out, flags);
+    return finish<ssize_t>(
+        plan, -1, saved, [&](int) { return real_splice(in, in_off, out, out_off, len, flags); },
+        [&] {
+            return sys::raw(SYS_splice, in, reinterpret_cast<long>(in_off), out,
+                            reinterpret_cast<long>(out_off), static_cast<long>(len),
+                            flags | SPLICE_F_NONBLOCK);
+        });
 }
 
 PIPESPIN_EXPORT ssize_t tee(int in, int out, size_t len, unsigned int flags) {
@@ -68,6 +81,10 @@ PIPESPIN_EXPORT ssize_t tee(int in, int out, size_t len, unsigned int flags) {
         return to_libc(sys::raw(SYS_tee, in, out, static_cast<long>(len), flags));
     }
     const int saved = errno;
-    Plan plan = before_transfer(in, out, flags);
-    return finish<ssize_t>(plan, -1, saved, [&](int) { return real_tee(in, out, len, flags); });
+    Plan plan = len == 0 ? Plan{} : before_transfer(in, out, flags);
+    return finish<ssize_t>(
+        plan, -1, saved, [&](int) { return real_tee(in, out, len, flags); },
+        [&] {
+            return sys::raw(SYS_tee, in, out, static_cast<long>(len), flags | SPLICE_F_NONBLOCK);
+        });
 }

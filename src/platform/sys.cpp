@@ -53,6 +53,10 @@ long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
     return raw(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
 }
 
+long writev_nowait(int fd, const void* iov, int iovcnt) noexcept {
+    return raw(SYS_pwritev2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+}
+
 long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept {
     timespec zero{0, 0};
     struct {

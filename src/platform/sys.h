@@ -93,6 +93,7 @@ long write_nowait(int fd, const void* buf, std::size_t n) noexcept;
 // The same with an iovec array (readv): the kernel reads the array, so a
 // bad one is the call's EFAULT, not a fault here.
 long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
+long writev_nowait(int fd, const void* iov, int iovcnt) noexcept;
 // Zero-timeout probes of whole sets, with the caller's signal mask (8
 // bytes, or null) applied by the kernel for the probe, as the call would.
 long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept;

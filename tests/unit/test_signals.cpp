@@ -2,9 +2,12 @@
 // (handlers are wrapped only then) and what a delivery records for a spin.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include "core/engine.h"
+#include "core/engine_detail.h"
 #include "core/signals.h"
 
 using namespace pipespin;
@@ -62,4 +65,36 @@ TEST_CASE("signals: a delivery moves the epochs a spin compares, by SA_RESTART",
     note_signal(0);  // not a signal: never "restarts"
     CHECK(all.wants_eintr());
     g_restart_bits.store(saved);
+}
+
+TEST_CASE("signals: a handler before a spin reads the fd's mode is EINTR only on a blocking fd",
+          "[signals]") {
+    // A handler that runs during the spin's first look, before the spin
+    // asks the kernel whether the fd is in non-blocking mode (its second
+    // look): a non-blocking fd's call would have returned its EAGAIN at
+    // once, with nothing to interrupt. The old spin said Interrupted for
+    // both.
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    auto spin_once = [&](bool non_blocking) {
+        REQUIRE(::fcntl(p[0], F_SETFL, non_blocking ? O_NONBLOCK : 0) == 0);
+        const engine::Fd on{p[0], FdInfo{}};
+        const SignalMark mark;
+        std::uint64_t spent = 0;
+        unsigned looks = 0;
+        const engine::SpinEnd end = engine::spin(
+            mark, 1'000'000'000ull, spent,
+            [&](unsigned) {
+                ++looks;
+                note_signal(0);  // no SA_RESTART
+                return engine::Look::Pending;
+            },
+            &on);
+        CHECK(looks == 1);
+        return end;
+    };
+    CHECK(spin_once(true) == engine::SpinEnd::NonBlocking);
+    CHECK(spin_once(false) == engine::SpinEnd::Interrupted);
+    ::close(p[0]);
+    ::close(p[1]);
 }
