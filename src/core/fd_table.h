@@ -222,9 +222,7 @@ public:
     // The lanes' tag now, in the high half of a lane's word (see fast_).
     // Read it before the settings a lane is armed under: a change of
     // settings after it voids the lane.
-    std::uint32_t fast_tag() const noexcept {
-        return fast_tag_.load(std::memory_order_acquire);
-    }
+    std::uint32_t fast_tag() const noexcept { return fast_tag_.load(std::memory_order_acquire); }
     // Arms fd's lane for d for the next n calls (1..kFastMax), which
     // count_fast() then counts while `tag` (fast_tag()) is current. The
     // caller settles the lane first (a lane that still had calls pending
