@@ -27,6 +27,7 @@
 #include "core/engine.h"
 #include "interpose/real.h"
 #include "interpose/stats.h"
+#include "interpose/vfork.h"
 #include "interpose/wrap.h"
 #include "platform/sys.h"
 
@@ -127,15 +128,17 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     return finish<int>(plan, -1, saved, [&](int) { return real_poll(fds, nfds, plan.timeout_ms); });
 }
 
+// Not in a vfork child: its fds are not its parent's (vfork.h).
 void note_new_pipe(int r, const int* fds) noexcept {
-    if (r == 0) note_pipe(fds[0], fds[1]);
+    if (r == 0 && !in_vfork_child()) note_pipe(fds[0], fds[1]);
 }
 
 // The fd table, where closes and dups must keep it true (io_table_kept():
 // not in a process inert since its start, mode off with nothing to report,
-// whose table holds nothing).
+// whose table holds nothing). Never in a vfork child: the table in its
+// memory is its parent's, and its closes and dups are not (vfork.h).
 FdTable* kept_table() noexcept {
-    return io_table_kept() ? &fd_table() : nullptr;
+    return io_table_kept() && !in_vfork_child() ? &fd_table() : nullptr;
 }
 
 // newfd is a duplicate of oldfd now: the same file, so what the table knew
@@ -340,8 +343,9 @@ PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 // on the stack and passed to the real execv/execvp/execve, as glibc does.
 
 namespace {
+// A vfork child writes no line: the counters it sees are its parent's.
 void before_exec() noexcept {
-    if (!g_ready.load(std::memory_order_acquire)) return;
+    if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return;
     const int saved = errno;
     stats_write(StatsEvent::Exec);
     sys::restore_errno(saved);
@@ -361,7 +365,8 @@ std::size_t count_args(const char* arg, va_list ap) noexcept {
 [[noreturn]] void exit_now(void (*real)(int), int status) noexcept {
     // Without statistics nothing is written, and errno (a call into libc,
     // whose page a forked child has not touched: a page fault) is left alone.
-    if (g_ready.load(std::memory_order_acquire) && stats_enabled()) {
+    // Nor in a vfork child (its parent's counters, vfork.h).
+    if (g_ready.load(std::memory_order_acquire) && stats_enabled() && !in_vfork_child()) {
         const int saved = errno;
         stats_exit();
         sys::restore_errno(saved);
@@ -451,7 +456,11 @@ PIPESPIN_EXPORT void _Exit(int status) noexcept {
 
 // The child inherits what the parent resolved: resolved in each child, the
 // real _exit alone cost 8 page faults of a fork, 17 to 25 (real.cpp).
+// A vfork's mark (vfork.h) stays until the parent's next look at it: looked
+// at here, so that a child forked after it does not inherit it and take
+// itself for a vfork child (it would keep no fd table, write no line).
 PIPESPIN_EXPORT pid_t fork() noexcept {
     resolve_before_fork();
+    (void)in_vfork_child();
     return real_fork.tail_call();
 }

@@ -27,6 +27,7 @@
 
 #include "core/engine.h"
 #include "interpose/real.h"
+#include "interpose/vfork.h"
 #include "interpose/wrap.h"
 #include "platform/sys.h"
 
@@ -166,7 +167,8 @@ PIPESPIN_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event* ev) 
                       ? real_epoll_ctl(epfd, op, fd, ev)
                       : static_cast<int>(to_libc(
                             sys::raw(SYS_epoll_ctl, epfd, op, fd, reinterpret_cast<long>(ev))));
-    if (r == 0) {
+    // Not a vfork child's: the sets the core knows are its parent's (vfork.h).
+    if (r == 0 && !in_vfork_child()) {
         const int e = errno;
         note_epoll_ctl(epfd, op, fd, ev != nullptr && op != EPOLL_CTL_DEL ? ev->events : 0);
         sys::restore_errno(e);

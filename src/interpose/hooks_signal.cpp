@@ -72,7 +72,9 @@ PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
 
 // As glibc's: remember the choice for signal(), and re-install the current
 // action with SA_RESTART changed (here through the wrapped sigaction, so
-// that the trampoline's SA_RESTART bit follows).
+// that the trampoline's SA_RESTART bit follows). In a vfork child too: glibc
+// keeps the choice in its own memory (_sigintr), which the child shares with
+// its parent, so the parent's later signal() sees it there as well.
 PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
     struct sigaction act {};
     if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;

@@ -65,6 +65,7 @@
 #include "core/signals.h"
 #include "interpose/real.h"
 #include "interpose/trampoline.h"
+#include "interpose/vfork.h"
 #include "platform/process_lock.h"
 #include "platform/sys.h"
 
@@ -370,6 +371,17 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
         mine = *act;
         Saved::of(sig).show_own(mine);
         act = &mine;
+    }
+    if (in_vfork_child()) {
+        // The handler table and its bits are the parent's (vfork.h): the
+        // child's action goes to the kernel as it is, never behind the
+        // trampoline, and nothing is recorded (no lock either: the parent's
+        // thread holds none while it waits for the child). A spin in the
+        // child may miss its handler, until the exec or exit that ends it.
+        // A query still shows the program's own handler, read from the table.
+        const int r = real_sigaction(sig, act, old);
+        if (r == 0 && old != nullptr) Saved::of(sig).show_own(*old);
+        return r;
     }
     if (!g_armed.load(std::memory_order_acquire)) {
         // Nothing can spin: straight through, one system call.

@@ -1,0 +1,44 @@
+// A vfork() child runs in its parent's memory until it execs or exits: the
+// shim's bookkeeping (the fd table, the recorded signal handlers, the
+// statistics) is the parent's there, and what the child does to its own fd
+// table and signal actions must not be written into it.
+//
+// Contract: the vfork hook (vfork.cpp) stores the calling thread's tid in
+// t_vfork_tid before it jumps to libc's vfork. in_vfork_child() is then true
+// in the child (same memory and TLS, another tid) and false in the parent
+// once it resumes (it clears the mark). A wrapper that records anything
+// about fds or signals, or writes a statistics line, asks it first and, in a
+// vfork child, only makes the real call. The child never writes
+// t_vfork_tid. The common case, no vfork under way on this thread, costs one
+// TLS load. x86_64 only: elsewhere vfork is not hooked (vfork.cpp says why)
+// and in_vfork_child() is always false.
+#pragma once
+
+#include "platform/sys.h"
+
+namespace pipespin::interpose {
+
+#if defined(__x86_64__)
+
+// The tid of this thread while it has a vfork child; 0 otherwise.
+extern constinit thread_local long t_vfork_tid [[gnu::tls_model("initial-exec")]];
+
+inline bool in_vfork_child() noexcept {
+    const long mark = t_vfork_tid;
+    if (mark == 0) [[likely]]
+        return false;
+    if (sys::raw(SYS_gettid) != mark) return true;
+    // The parent, resumed: its child exec'd or exited.
+    t_vfork_tid = 0;
+    return false;
+}
+
+#else
+
+inline bool in_vfork_child() noexcept {
+    return false;
+}
+
+#endif
+
+}  // namespace pipespin::interpose
