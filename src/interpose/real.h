@@ -24,6 +24,8 @@
 #include <atomic>
 #include <cstddef>
 
+#include "interpose/vfork.h"
+
 namespace pipespin::interpose {
 
 // Every hooked name, in hooks.def order.
@@ -107,8 +109,12 @@ void counters_are_read() noexcept;
 // written now instead, once.
 void before_stderr_closes() noexcept;
 
+// Not in a vfork child either (vfork.h): whatever it reads, writes or
+// waits on, its calls are the real calls alone, so that nothing of its own
+// (a write to a fd it dup2()ed, classified in the table) lands in its
+// parent's memory. One more TLS load while no vfork is under way.
 inline bool engaged() noexcept {
-    return g_ready.load(std::memory_order_acquire) && !t_busy;
+    return g_ready.load(std::memory_order_acquire) && !t_busy && !in_vfork_child();
 }
 
 }  // namespace pipespin::interpose

@@ -4,9 +4,10 @@
 // The parent holds a blocking socket (a socketpair end that a thread
 // drains, with a small send buffer) on fd `sock`, and a pipe it has used.
 // It has spun once (fixed: it must have), so that its handlers are wrapped,
-// and installed a SIGUSR1 handler. Two vfork children each install another
+// and installed a SIGUSR1 handler. Three vfork children each install another
 // SIGUSR1 handler and dup2 the pipe's write end onto `sock`; one then
-// _exits, the other execs /bin/true. Afterwards, in the parent:
+// _exits, one execs /bin/true, one writes to `sock` (the pipe, in the
+// child) a few times before it _exits. Afterwards, in the parent:
 //   - 2000 writes of 4096 bytes to `sock` each return 4096 (a blocking
 //     socket write is never short), and the reader gets every byte;
 //   - sigaction(SIGUSR1, NULL, &old) shows the parent's own handler and
@@ -17,7 +18,9 @@
 // handlers behind the trampoline) write them into the parent's bookkeeping:
 // the parent then takes `sock` for a pipe and tries its writes without
 // waiting (RWF_NOWAIT), which on a socket returns short counts, and its
-// trampoline calls the child's handler.
+// trampoline calls the child's handler. Or, where only the hooks that
+// record were kept out of the child, its writes to `sock` classify the
+// number in the parent's table as the pipe it names in the child.
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -48,7 +51,9 @@ void child_handler(int) {
 
 // The child: only async-signal-safe calls, nothing of the parent's stack
 // frame written, no return.
-[[gnu::noinline]] void vfork_child(int pipe_w, int sock, bool exec) {
+enum class Then { Exit, Exec, WriteAndExit };
+
+[[gnu::noinline]] void vfork_child(int pipe_w, int sock, Then then) {
     char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
     const pid_t pid = vfork();
     if (pid == 0) {
@@ -57,8 +62,11 @@ void child_handler(int) {
         sigemptyset(&sa.sa_mask);
         sigaction(SIGUSR1, &sa, nullptr);
         dup2(pipe_w, sock);
-        if (exec) execve("/bin/true", argv, environ);
-        _exit(exec ? 127 : 0);
+        if (then == Then::Exec) execve("/bin/true", argv, environ);
+        if (then == Then::WriteAndExit)  // more calls than a fd needs to be classified
+            for (int i = 0; i < 6; ++i)
+                if (write(sock, "y", 1) != 1) _exit(3);
+        _exit(then == Then::Exec ? 127 : 0);
     }
     CHECK(pid > 0);
     wait_ok(pid);
@@ -89,8 +97,9 @@ int main() {
     const int sock = sv[0];
 
     PROGRESS("vfork children install a handler and dup2 the pipe onto the socket's fd");
-    vfork_child(p[1], sock, false);
-    vfork_child(p[1], sock, true);
+    vfork_child(p[1], sock, Then::Exit);
+    vfork_child(p[1], sock, Then::Exec);
+    vfork_child(p[1], sock, Then::WriteAndExit);
 
     PROGRESS("the parent's signal action is its own");
     struct sigaction old {};
