@@ -36,13 +36,19 @@ using namespace pipespin::interpose;
 
 namespace {
 
-// Before the constructor, or inside the shim's own slow-path code.
+inline ssize_t do_read(int fd, void* buf, size_t n);
+inline ssize_t do_write(int fd, const void* buf, size_t n);
+
+// Before the constructor, inside the shim's own slow-path code, or while a
+// vfork mark stands (the parent, resumed, clears its own: engage_again()).
 [[gnu::noinline]] ssize_t read_unengaged(int fd, void* buf, size_t n) {
+    if (engage_again()) return do_read(fd, buf, n);
     if (real_read != nullptr) return real_read(fd, buf, n);
     return to_libc(sys::read(fd, buf, n));
 }
 
 [[gnu::noinline]] ssize_t write_unengaged(int fd, const void* buf, size_t n) {
+    if (engage_again()) return do_write(fd, buf, n);
     if (real_write != nullptr) return real_write(fd, buf, n);
     return to_libc(sys::write(fd, buf, n));
 }
@@ -116,7 +122,7 @@ inline ssize_t do_write(int fd, const void* buf, size_t n) {
 }
 
 int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
-    if (!engaged()) [[unlikely]] {
+    if (!engaged() && !engage_again()) [[unlikely]] {
         if (real_poll != nullptr) return real_poll(fds, nfds, timeout);
         timespec ts{timeout / 1000, (timeout % 1000) * 1000000L};
         return static_cast<int>(

@@ -109,12 +109,22 @@ void counters_are_read() noexcept;
 // written now instead, once.
 void before_stderr_closes() noexcept;
 
-// Not in a vfork child either (vfork.h): whatever it reads, writes or
-// waits on, its calls are the real calls alone, so that nothing of its own
-// (a write to a fd it dup2()ed, classified in the table) lands in its
-// parent's memory. One more TLS load while no vfork is under way.
+// Not while a vfork mark stands either (vfork.h): in a vfork child, whatever
+// it reads, writes or waits on, its calls are the real calls alone, so that
+// nothing of its own (a write to a fd it dup2()ed, classified in the table)
+// lands in its parent's memory. One more TLS load while no vfork is under
+// way. The parent, resumed, clears the mark in its next hook that records
+// (in_vfork_child()) or its next read, write or poll (their unengaged
+// paths, engage_again()); until then its calls pass through as the child's.
 inline bool engaged() noexcept {
-    return g_ready.load(std::memory_order_acquire) && !t_busy && !in_vfork_child();
+    return g_ready.load(std::memory_order_acquire) && !t_busy && !vfork_marked();
+}
+
+// On an unengaged path: the mark that kept the call from the shim was its
+// own, from a vfork whose child is gone (cleared now), and nothing else
+// keeps it out. Out of line where it matters (vfork_parent_resumed()).
+inline bool engage_again() noexcept {
+    return vfork_marked() && vfork_parent_resumed() && engaged();
 }
 
 }  // namespace pipespin::interpose

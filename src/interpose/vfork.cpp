@@ -38,6 +38,13 @@ constinit thread_local long t_vfork_tid [[gnu::tls_model("initial-exec")]] = 0;
 using namespace pipespin;
 using namespace pipespin::interpose;
 
+[[gnu::noinline, gnu::cold]] bool pipespin::interpose::vfork_parent_resumed() noexcept {
+    const long mark = t_vfork_tid;
+    if (mark == 0 || sys::raw(SYS_gettid) != mark) return false;
+    t_vfork_tid = 0;
+    return true;
+}
+
 // Called by the stub, on the program's thread, before the real vfork. A
 // vfork child that vforks again leaves the mark alone (it is the parent's:
 // the grandchild, and the child, have other tids than the one marked).

@@ -23,18 +23,30 @@ namespace pipespin::interpose {
 // The tid of this thread while it has a vfork child; 0 otherwise.
 extern constinit thread_local long t_vfork_tid [[gnu::tls_model("initial-exec")]];
 
+// Whether a mark stands on this thread (no system call): this thread has a
+// vfork child under way, or is one, or resumed as the parent and has not
+// looked since. engaged() asks this, so that no hot wrapper inlines the
+// system call below (it would save registers on every path).
+inline bool vfork_marked() noexcept {
+    return t_vfork_tid != 0;
+}
+
+// The mark stands and this is the thread that set it (gettid): its child
+// has exec'd or exited. Clears the mark. Out of line.
+bool vfork_parent_resumed() noexcept;
+
 inline bool in_vfork_child() noexcept {
-    const long mark = t_vfork_tid;
-    if (mark == 0) [[likely]]
-        return false;
-    if (sys::raw(SYS_gettid) != mark) return true;
-    // The parent, resumed: its child exec'd or exited.
-    t_vfork_tid = 0;
-    return false;
+    return vfork_marked() && !vfork_parent_resumed();
 }
 
 #else
 
+inline bool vfork_marked() noexcept {
+    return false;
+}
+inline bool vfork_parent_resumed() noexcept {
+    return false;
+}
 inline bool in_vfork_child() noexcept {
     return false;
 }
