@@ -183,6 +183,13 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
             // have returned at once, with nothing to interrupt.
             if (on != nullptr && i < kNonBlockCheckAt && non_blocking())
                 return SpinEnd::NonBlocking;
+            // What came with the signal (the peer's answer, a hang-up) is
+            // what the blocking call would have returned: the kernel looks
+            // for it before it looks for a signal. One more look.
+            look = step(i + 1);
+            spent_ns = sys::now_ns() - start;
+            if (look == Look::Answer) return SpinEnd::Answer;
+            if (look == Look::Ready) return SpinEnd::Ready;
             return SpinEnd::Interrupted;
         }
         if (now >= deadline) return SpinEnd::Exhausted;

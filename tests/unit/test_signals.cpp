@@ -73,28 +73,32 @@ TEST_CASE("signals: a handler before a spin reads the fd's mode is EINTR only on
     // asks the kernel whether the fd is in non-blocking mode (its second
     // look): a non-blocking fd's call would have returned its EAGAIN at
     // once, with nothing to interrupt. The old spin said Interrupted for
-    // both.
+    // both. On a blocking fd the spin looks once more before it says
+    // Interrupted: what came with the signal is the call's answer.
     int p[2];
     REQUIRE(::pipe(p) == 0);
-    auto spin_once = [&](bool non_blocking) {
+    auto spin_once = [&](bool non_blocking, engine::Look second, unsigned& looks) {
         REQUIRE(::fcntl(p[0], F_SETFL, non_blocking ? O_NONBLOCK : 0) == 0);
         const engine::Fd on{p[0], FdInfo{}};
         const SignalMark mark;
         std::uint64_t spent = 0;
-        unsigned looks = 0;
-        const engine::SpinEnd end = engine::spin(
+        looks = 0;
+        return engine::spin(
             mark, 1'000'000'000ull, spent,
             [&](unsigned) {
-                ++looks;
+                if (++looks > 1) return second;
                 note_signal(0);  // no SA_RESTART
                 return engine::Look::Pending;
             },
             &on);
-        CHECK(looks == 1);
-        return end;
     };
-    CHECK(spin_once(true) == engine::SpinEnd::NonBlocking);
-    CHECK(spin_once(false) == engine::SpinEnd::Interrupted);
+    unsigned looks = 0;
+    CHECK(spin_once(true, engine::Look::Pending, looks) == engine::SpinEnd::NonBlocking);
+    CHECK(looks == 1);
+    CHECK(spin_once(false, engine::Look::Pending, looks) == engine::SpinEnd::Interrupted);
+    CHECK(looks == 2);
+    CHECK(spin_once(false, engine::Look::Ready, looks) == engine::SpinEnd::Ready);
+    CHECK(spin_once(false, engine::Look::Answer, looks) == engine::SpinEnd::Answer);
     ::close(p[0]);
     ::close(p[1]);
 }
