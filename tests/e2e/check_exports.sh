@@ -18,7 +18,9 @@ while [ $# -ge 2 ]; do
   shift 2
   case "$kind" in
     --hooks)
-      names=$(sed -nE 's/^PIPESPIN_HOOK\([^,]+,[[:space:]]*([A-Za-z0-9_]+)[[:space:]]*,.*/\1/p' "$list") ;;
+      # Through the preprocessor: a hook may be under #if (vfork: x86_64 only).
+      names=$({ cpp -P "$list" 2>/dev/null || cat "$list"; } |
+              sed -nE 's/^PIPESPIN_HOOK\([^,]+,[[:space:]]*([A-Za-z0-9_]+)[[:space:]]*,.*/\1/p') ;;
     --documented)
       names=$(sed -n '/^<!-- exports -->$/,/^<!-- \/exports -->$/p' "$list" |
               grep -oE '\bpipespin_[a-z0-9_]+_v[0-9]+\b' | sort -u) ;;
