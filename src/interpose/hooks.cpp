@@ -26,6 +26,7 @@
 
 #include "core/engine.h"
 #include "interpose/real.h"
+#include "interpose/report.h"
 #include "interpose/stats.h"
 #include "interpose/vfork.h"
 #include "interpose/wrap.h"
@@ -216,7 +217,24 @@ PIPESPIN_EXPORT int __poll_chk(struct pollfd* fds, nfds_t nfds, int timeout, siz
 
 // ---- what keeps the fd table true ---------------------------------------------
 
+// The program closes its fd 2 (close, close_range, closefrom, fclose of
+// stderr): what the shim writes there at exit (the report at log=info, the
+// statistics line with PIPESPIN_STATS=stderr) is written now, and nothing of
+// the shim's goes to fd 2 after (report::release_stderr()): the number may
+// next name a file of the program's. A dup2() onto fd 2 is a redirect of
+// stderr, not its end: the shim writes to the new one. Not a vfork child's
+// (its fd 2 is its own).
+namespace {
+void stderr_closes() noexcept {
+    if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return;
+    before_stderr_closes();
+    report::release_stderr();
+}
+}  // namespace
+
 PIPESPIN_EXPORT int close(int fd) {
+    if (fd == STDERR_FILENO) [[unlikely]]
+        stderr_closes();
     int r = real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::close(fd)));
     // Even on error: after close() the fd number is gone or never was ours.
     if (FdTable* t = kept_table()) t->forget(fd);
@@ -264,6 +282,8 @@ PIPESPIN_EXPORT int fcntl64(int fd, int cmd, ...) {
 }
 
 PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags) noexcept {
+    if (first <= STDERR_FILENO && last >= STDERR_FILENO && !(flags & CLOSE_RANGE_CLOEXEC))
+        stderr_closes();
     int r = real_close_range != nullptr
                 ? real_close_range(first, last, flags)
                 : static_cast<int>(to_libc(sys::raw(SYS_close_range, first, last, flags)));
@@ -274,6 +294,7 @@ PIPESPIN_EXPORT int close_range(unsigned int first, unsigned int last, int flags
 }
 
 PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
+    if (lowfd <= STDERR_FILENO) stderr_closes();
     if (real_closefrom != nullptr)
         real_closefrom(lowfd);
     else
@@ -311,7 +332,7 @@ PIPESPIN_EXPORT int fclose(FILE* fp) {
     const int fd = fd_of(fp);
     // Programs that close their stderr at exit (coreutils' close_stdout)
     // would leave the exit report nowhere to go: write it now.
-    if (fd == STDERR_FILENO && engaged()) before_stderr_closes();
+    if (fd == STDERR_FILENO && engaged()) stderr_closes();
     int r = real_fclose.get()(fp);
     if (FdTable* t = kept_table()) t->forget(fd);
     return r;

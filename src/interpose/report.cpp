@@ -48,7 +48,10 @@ LogFn sink() noexcept {
     return g_sink;
 }
 
+std::atomic<bool> g_stderr_released{false};
+
 void fallback(int fd, LogLevel level, const char* message) noexcept {
+    if (fd == 2 && g_stderr_released.load(std::memory_order_relaxed)) return;
     char line[1024];
     std::size_t n = 0;
     auto put = [&](const char* s) {
@@ -146,10 +149,20 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
     const int fd = open_destination();
     // Inside a program's call only raw syscalls: no dlopen, no lock, no
     // cancellation point (the line is the same).
+    if (fd == 2 && stderr_released()) return;
     LogFn fn = may_load ? sink() : nullptr;
     if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0)
         fallback(fd, level, message);
     if (fd != 2) sys::close(fd);
+}
+
+void release_stderr() noexcept {
+    if (!g_stderr_released.load(std::memory_order_relaxed))
+        g_stderr_released.store(true, std::memory_order_relaxed);
+}
+
+bool stderr_released() noexcept {
+    return g_stderr_released.load(std::memory_order_relaxed);
 }
 
 }  // namespace pipespin::report

@@ -29,4 +29,13 @@ void set_log_file(std::string_view path) noexcept;
 // no cancellation point there).
 void write(LogLevel level, const char* message, bool may_load = true) noexcept;
 
+// The program closed its fd 2 (close, close_range, closefrom): whatever
+// takes that number next (a file it opens) is not its stderr, and nothing
+// of the shim's is written there from now on, in this process and the
+// children it forks (a new program, after exec, has a stderr of its own
+// again). Messages meant for stderr are dropped; a log file or statistics
+// file named by path still gets them.
+void release_stderr() noexcept;
+bool stderr_released() noexcept;
+
 }  // namespace pipespin::report

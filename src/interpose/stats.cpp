@@ -222,6 +222,7 @@ int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept 
     int fd;
     if (const int err = open_dest(dest, fd); err != 0) return err;
     const bool opened = fd != 2;
+    if (!opened && report::stderr_released()) return 0;  // fd 2 is not stderr now
     long w;
     do {
         w = sys::write(fd, line, n);
