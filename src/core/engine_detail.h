@@ -158,10 +158,12 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         const long fl = sys::getfl(on->fd);
         return fl < 0 || (fl & O_NONBLOCK) != 0;
     };
+    // A handler ran: the next look is the last (see below).
+    bool last = false;
     for (unsigned i = 1;; ++i) {
         sys::cpu_relax();
         if (on != nullptr) {
-            if (i == kNonBlockCheckAt && non_blocking()) {
+            if (i == kNonBlockCheckAt && !last && non_blocking()) {
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
             }
@@ -178,6 +180,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         spent_ns = now - start;
         if (look == Look::Answer) return SpinEnd::Answer;
         if (look == Look::Ready) return SpinEnd::Ready;
+        if (last) return SpinEnd::Interrupted;
         if (mark.handler_ran()) {
             // Before the fd's mode was read: a non-blocking fd's call would
             // have returned at once, with nothing to interrupt.
@@ -185,12 +188,10 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
                 return SpinEnd::NonBlocking;
             // What came with the signal (the peer's answer, a hang-up) is
             // what the blocking call would have returned: the kernel looks
-            // for it before it looks for a signal. One more look.
-            look = step(i + 1);
-            spent_ns = sys::now_ns() - start;
-            if (look == Look::Answer) return SpinEnd::Answer;
-            if (look == Look::Ready) return SpinEnd::Ready;
-            return SpinEnd::Interrupted;
+            // for it before it looks for a signal. One more look, as every
+            // look is made (the same file, a cancellation point first).
+            last = true;
+            continue;
         }
         if (now >= deadline) return SpinEnd::Exhausted;
     }
