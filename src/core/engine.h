@@ -282,7 +282,11 @@ constexpr std::int64_t wait_timeout_ns(long long sec, long long frac, std::int64
 // the kernel's guarantee for that mask: a handler runs because of it only if
 // the call fails with EINTR (spin_set() in engine_sets.cpp says how). Never a
 // caller's pointer that the kernel would validate is dereferenced before the
-// kernel read it, except select's fd_sets (see before_select).
+// kernel read it, except select's fd_sets (see before_select), and a pollfd
+// array the kernel read at the same address, with the same length, in the
+// thread's last poll or ppoll that reached it (engine_sets.cpp). A set whose
+// pipe will not spin now, outside a measuring epoch, and a set of an array
+// read before that holds no pipe, get no first look: the real call only.
 //
 // select and pselect: the sets are the caller's fd_set pointers (any may be
 // null), timeout_ns < 0 for none. Never Done (the real call fills in the

@@ -130,6 +130,57 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     return plan;
 }
 
+// A set whose pipe will not spin now, outside a measuring epoch: the real
+// call is all there is, without the first look, which would only have told
+// a wait from a ready set at the price of one system call more than the
+// program makes (a pipe not spinning, in a loop that polls it, was two
+// calls a wait). Counted as a wait that did not spin is (spin_set()):
+// now, by count_early(), or after the call with statistics lines on, whose
+// counters want the result. A fresh pipe that does not spin still looks
+// (its wait is watched, SpinPolicy::kWatchOnly), as does a measuring
+// epoch, whose cost counts the calls a look found waiting, as the other
+// way's did. True: plan is the call's.
+bool passes_unlooked(Plan& plan, const SetPipe& pipe, const PolicyParams& params) noexcept {
+    DirState& st = *pipe.st;
+    if (g_runtime.spin_poll.load(std::memory_order_relaxed) &&
+        budget_for(st, params, *pipe.lane) != 0)
+        return false;
+    if (SpinPolicy::measures(st.policy, params)) return false;
+    slow_path_hooks();
+    IoCounters& ctr = table().process().at(pipe.kind, StatDir::Poll);
+    if (!g_runtime.count_bytes.load(std::memory_order_relaxed)) {
+        SpinPolicy::count_early(st.policy, params, sys::now_ns);
+        bump(ctr.calls);
+        return true;
+    }
+    plan.dir = &st;
+    plan.ctr = &ctr;
+    plan.per_call = true;
+    plan.kind = pipe.kind;
+    plan.stat_dir = StatDir::Poll;
+    return true;
+}
+
+// The pollfd array the kernel last read for this thread (poll, ppoll: the
+// first look, which validates it): the same address and length again may
+// be read in user space before the call's first look, to find its pipe
+// and skip a look that cannot lead to a spin (no pipe in the set, or one
+// that does not spin: passes_unlooked()). Only a program that unmapped the
+// array since and passes it again could make that read fault, where the
+// kernel would return EFAULT (README). A new array is looked at first, as
+// always: a bad pointer is the call's EFAULT.
+constinit thread_local const void* t_poll_array [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit thread_local unsigned long t_poll_nfds [[gnu::tls_model("initial-exec")]] = 0;
+
+bool poll_array_read(const void* fds, unsigned long nfds) noexcept {
+    return fds == t_poll_array && nfds == t_poll_nfds;
+}
+
+void poll_array_validated(const void* fds, unsigned long nfds) noexcept {
+    t_poll_array = fds;
+    t_poll_nfds = nfds;
+}
+
 Plan interrupted(Plan plan) noexcept {
     plan.action = Plan::Action::Interrupted;
     return plan;
@@ -180,18 +231,26 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     const PolicyParams params = g_runtime.params();
     if (set_waits_never_spin(params)) return plan;
-    // Let the kernel look at the array first: it validates the pointer (a bad
-    // one gives EFAULT from the real poll, not a crash here), and a ready set
-    // is the answer at once. poll is a cancellation point at its entry: so
-    // is its look, which may be its answer.
+    // An array the kernel read before: its pipe first (poll_array_read()).
+    SetPipe pipe;
+    const bool read_before = poll_array_read(fds, nfds);
+    if (read_before) {
+        pipe = first_pipe_in_pollfds(fds, nfds);
+        if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
+    }
+    // Else let the kernel look at the array first: it validates the pointer
+    // (a bad one gives EFAULT from the real poll, not a crash here), and a
+    // ready set is the answer at once. poll is a cancellation point at its
+    // entry: so is its look, which may be its answer.
     sys::test_cancel();
     const SignalMark mark;
     long r = sys::poll0(fds, nfds);
+    if (r >= 0) poll_array_validated(fds, nfds);
     if (r > 0) return done(nullptr, r);
     // A handler ran: poll fails with EINTR whatever SA_RESTART says.
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    const SetPipe pipe = first_pipe_in_pollfds(fds, nfds);
+    if (!read_before) pipe = first_pipe_in_pollfds(fds, nfds);
     if (pipe.st == nullptr) return plan;
     const std::int64_t timeout_ns =
         timeout_ms < 0 ? kNoTimeout : static_cast<std::int64_t>(timeout_ms) * 1'000'000;
@@ -247,7 +306,7 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
             }
         }
     }
-    if (pipe.st == nullptr) return plan;
+    if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
 
     std::uint64_t work[3][kWords];
     auto look = [&]() noexcept {
@@ -270,16 +329,24 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     plan.timeout_ns = timeout_ns;
     const PolicyParams params = g_runtime.params();
     if (timeout_ns == 0 || nfds == 0 || set_waits_off(params)) return plan;
-    // The kernel looks first: it validates the array and the mask. A
-    // cancellation point first, as the call's entry is (the look may be the
-    // answer).
+    // As for poll: an array the kernel read before, its pipe first; else
+    // the kernel looks first, which validates the array and the mask. A
+    // cancellation point before the look, as the call's entry is (the look
+    // may be the answer).
+    SetPipe pipe;
+    const bool read_before = poll_array_read(fds, nfds);
+    if (read_before) {
+        pipe = first_pipe_in_pollfds(fds, nfds);
+        if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
+    }
     sys::test_cancel();
     const SignalMark mark;
     const long r = sys::ppoll0(fds, nfds, sigmask);
+    if (r >= 0) poll_array_validated(fds, nfds);
     if (r > 0) return done(nullptr, r);
     if (r == -EINTR) return interrupted(plan);
     if (r < 0) return plan;
-    const SetPipe pipe = first_pipe_in_pollfds(fds, nfds);
+    if (!read_before) pipe = first_pipe_in_pollfds(fds, nfds);
     if (pipe.st == nullptr) return plan;
     return spin_set(plan, pipe, Via::Poll, params, timeout_ns, sigmask, mark, true, true,
                     [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
@@ -341,6 +408,7 @@ Plan epoll_plan(int epfd, void* events, int maxevents, std::int64_t timeout_ns, 
         if (timeout_ns == 0 || timeout_ns == kBadTimeout) return plan;
         plan.timeout_ns = timeout_ns;
     }
+    if (passes_unlooked(plan, set_pipe(info, dir), params)) return plan;
     sys::test_cancel();  // the call's entry: the look may be the answer
     const SignalMark mark;
     const long r = sys::epoll_pwait0(epfd, events, maxevents, sigmask);

@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cstring>
 
@@ -451,4 +454,91 @@ TEST_CASE("engine: a stream's calls go on the fast lane, and every one is counte
     fd_table().forget(p.fds[1]);
     CHECK(counted(StatDir::Read) == kPairs);
     CHECK(counted(StatDir::Write) == kPairs);
+}
+
+namespace {
+
+// A pipe in a run of not spinning (Plain, many epochs left), its input ready.
+void plain_and_ready(PipeFixture& p) {
+    p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::Plain));
+    p.reader().policy.exploit_left.store(1000);
+    REQUIRE(::write(p.fds[1], "x", 1) == 1);
+}
+
+}  // namespace
+
+// A first look that found the set ready would make the plan Done: a Call
+// for a ready set is a call made without that look. Each array below has a
+// length no other test uses (the fds past the first are -1, which poll
+// skips), so that its first call is one the kernel has not read before.
+TEST_CASE("engine: a set that will not spin gets the real call alone, once its array was read",
+          "[engine][sets]") {
+    PipeFixture p(Mode::Adaptive, 50);
+    plain_and_ready(p);
+    SECTION("poll: the array's first call looks; the next ones do not, and count the call") {
+        sys::PollFd set[7] = {{p.fds[0], sys::kPollIn, 0}};
+        for (int i = 1; i < 7; ++i) set[i].fd = -1;
+        Plan plan = before_poll(set, 7, 1000);
+        CHECK(plan.action == Plan::Action::Done);  // the kernel's look: ready
+        CHECK(plan.result == 1);
+        const std::uint32_t calls = p.reader().policy.epoch_calls.load();
+        plan = before_poll(set, 7, 1000);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK(plan.timeout_ms == 1000);
+        CHECK_FALSE(plan.obs.spun);
+        CHECK(p.reader().policy.epoch_calls.load() == calls + 1);  // count_early()
+        // Another length at the same address is a new array: looked at first.
+        plan = before_poll(set, 6, 1000);
+        CHECK(plan.action == Plan::Action::Done);
+    }
+    SECTION("ppoll: the same") {
+        sys::PollFd set[9] = {{p.fds[0], sys::kPollIn, 0}};
+        for (int i = 1; i < 9; ++i) set[i].fd = -1;
+        CHECK(before_ppoll(set, 9, 1'000'000, nullptr).action == Plan::Action::Done);
+        CHECK(before_ppoll(set, 9, 1'000'000, nullptr).action == Plan::Action::Call);
+    }
+    SECTION("a measuring epoch still looks: its cost counts the waits a look finds") {
+        p.reader().policy.phase.store(static_cast<std::uint8_t>(Phase::TryPlain));
+        sys::PollFd set[11] = {{p.fds[0], sys::kPollIn, 0}};
+        for (int i = 1; i < 11; ++i) set[i].fd = -1;
+        CHECK(before_poll(set, 11, 1000).action == Plan::Action::Done);
+        CHECK(before_poll(set, 11, 1000).action == Plan::Action::Done);
+    }
+    SECTION("a set without a pipe: no look once its array was read") {
+        int sv[2];
+        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+        REQUIRE(::write(sv[1], "x", 1) == 1);
+        sys::PollFd set[13] = {{sv[0], sys::kPollIn, 0}};
+        for (int i = 1; i < 13; ++i) set[i].fd = -1;
+        CHECK(before_poll(set, 13, 1000).action == Plan::Action::Done);
+        Plan plan = before_poll(set, 13, 1000);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK(plan.dir == nullptr);
+        ::close(sv[0]);
+        ::close(sv[1]);
+    }
+    SECTION("epoll and select, which know their pipe before any look") {
+        const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+        REQUIRE(ep >= 0);
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = p.fds[0];
+        REQUIRE(::epoll_ctl(ep, EPOLL_CTL_ADD, p.fds[0], &ev) == 0);
+        note_epoll_ctl(ep, EPOLL_CTL_ADD, p.fds[0], EPOLLIN);
+        epoll_event out{};
+        CHECK(before_epoll_wait(ep, &out, 1, -1, nullptr).action == Plan::Action::Call);
+        fd_set rfds;
+        FD_ZERO(&rfds);
+        FD_SET(p.fds[0], &rfds);
+        // Select is never Done (the real call fills the sets), and a look
+        // that found its set ready counted nothing: a call counted before
+        // the real call is one made without that look.
+        const std::uint32_t calls = p.reader().policy.epoch_calls.load();
+        Plan plan = before_select(p.fds[0] + 1, &rfds, nullptr, nullptr, -1, nullptr);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK(p.reader().policy.epoch_calls.load() == calls + 1);
+        CHECK(FD_ISSET(p.fds[0], &rfds));
+        ::close(ep);
+        fd_table().forget(ep);
+    }
 }
