@@ -89,7 +89,10 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     before_spin();
     std::uint64_t spent = 0;
     end = spin(mark, budget, spent, look, &on);
-    if (end == SpinEnd::NonBlocking) return false;
+    if (end == SpinEnd::NonBlocking) {
+        table().set_nonblock(on.info, true);  // its next calls skip the looks (resume())
+        return false;
+    }
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
     if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
@@ -192,11 +195,28 @@ inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
     return io_untracked(n) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir);
 }
 
+// A fd last seen in non-blocking mode (FdTable::set_nonblock): its call
+// cannot wait, so it gets no look and no spin, whose F_GETFL would only
+// find that out again (a loop of reads until EAGAIN took four system calls
+// a read in fixed mode). The mode is read again on one call in 16 (or, once
+// nothing spins, never): a fd made blocking by a way the shim does not see
+// (FIONBIO, another process sharing the file) loses at most that many
+// spins. True: the call goes to the kernel as it is.
+bool still_non_blocking(int fd, FdInfo& info, const DirState& st) noexcept {
+    if (!info.nonblock_seen()) return false;
+    if ((st.calls.load(std::memory_order_relaxed) & 15) != 0) return true;
+    const long fl = sys::getfl(fd);
+    if (fl < 0 || (fl & O_NONBLOCK) != 0) return true;
+    table().set_nonblock(info, false);
+    info = table().lookup(fd, nullptr);  // the word the spin's same_file() compares
+    return false;
+}
+
 // The second step, from a non-null Begun: the plan that counts the call on
 // the fd's state for `dir`. False when there is nothing to spin for (the
-// budget is 0: the call is counted after it; or the fd was closed and its
-// number reused meanwhile: the real call decides alone); the caller then
-// returns its plan as it is.
+// budget is 0: the call is counted after it; the fd is non-blocking; or it
+// was closed and its number reused meanwhile: the real call decides alone);
+// the caller then returns its plan as it is.
 bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept {
     if (b.state == nullptr) return false;
     info = table().lookup(fd, nullptr);
@@ -207,7 +227,7 @@ bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept 
     plan.lane = &lane_of(info, dir);
     plan.kind = info.kind();
     plan.stat_dir = dir == Dir::Read ? StatDir::Read : StatDir::Write;
-    if (b.budget != 0) return true;
+    if (b.budget != 0) return !still_non_blocking(fd, info, st);
     // No look: with statistics lines on, a read is timed, so that the waits
     // of a fd that does not spin (the control arm's) are seen too. Not a
     // write: one that lasts is mostly one that woke its reader on another

@@ -191,9 +191,12 @@ inline bool io_counted_fast(int fd, Dir dir) noexcept {
 }
 // The fd table (fd_table.h: nothing mapped until an fd is used).
 FdTable& fd_table() noexcept;
-// pipe()/pipe2() made these fds: the table records them (not in an inert
-// process, which tracks nothing: see Runtime::inert).
-void note_pipe(int rfd, int wfd) noexcept;
+// pipe()/pipe2() made these fds (nonblock: with O_NONBLOCK): the table
+// records them (not in an inert process, which tracks nothing: see
+// Runtime::inert).
+void note_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
+// fcntl(F_SETFL) set fd's O_NONBLOCK on or off (FdTable::note_nonblock).
+void note_nonblock(int fd, bool on) noexcept;
 
 // The program reads its counters (pipespin_get_stats): from now on every
 // call of every pipe is counted, a fd not made by pipe() from its first.

@@ -200,10 +200,11 @@ void FdTable::become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept
     if (!(pages.load(kRelaxed) & (1ull << p))) pages.fetch_or(1ull << p, std::memory_order_release);
 }
 
-void FdTable::set_pipe(int rfd, int wfd) noexcept {
-    constexpr std::uint32_t kMadePipe = fdbits::kKnown | fdbits::kPipe | fdbits::kMade;
-    store_fresh(rfd, kMadePipe | fdbits::kReadable, nullptr);
-    store_fresh(wfd, kMadePipe | fdbits::kWritable, nullptr);
+void FdTable::set_pipe(int rfd, int wfd, bool nonblock) noexcept {
+    const std::uint32_t made = fdbits::kKnown | fdbits::kPipe | fdbits::kMade |
+                               (nonblock ? fdbits::kNonBlock : 0u);
+    store_fresh(rfd, made | fdbits::kReadable, nullptr);
+    store_fresh(wfd, made | fdbits::kWritable, nullptr);
 }
 
 void FdTable::set_dup(int oldfd, int newfd) noexcept {
@@ -245,6 +246,17 @@ void FdTable::set_no_nowait(const FdInfo& info) noexcept {
     std::uint64_t w = info.word;
     // Only if the word still describes the same file.
     info.cls->compare_exchange_strong(w, w | fdbits::kNoNowait, std::memory_order_acq_rel);
+}
+
+void FdTable::set_nonblock(const FdInfo& info, bool on) noexcept {
+    if (info.cls == nullptr || !info.pipe() || info.nonblock_seen() == on) return;
+    std::uint64_t w = info.word;
+    info.cls->compare_exchange_strong(w, on ? w | fdbits::kNonBlock : w & ~std::uint64_t{fdbits::kNonBlock},
+                                      std::memory_order_acq_rel);
+}
+
+void FdTable::note_nonblock(int fd, bool on) noexcept {
+    set_nonblock(lookup(fd, nullptr), on);
 }
 
 bool FdTable::pipe_seen_below(int nfds) const noexcept {

@@ -89,6 +89,9 @@ inline constexpr std::uint32_t kHasAux = 1u
 // looks > 1): a fd is classified on its n-th look, not its first.
 inline constexpr int kLookShift = 8;
 inline constexpr std::uint32_t kLooks = 3u << kLookShift;
+// With kPipe: last seen in non-blocking mode (a spin that read O_NONBLOCK,
+// pipe2 or F_SETFL with it): its calls skip the spin (FdTable::set_nonblock).
+inline constexpr std::uint32_t kNonBlock = 1u << 10;
 }  // namespace fdbits
 
 struct FdInfo {
@@ -101,6 +104,7 @@ struct FdInfo {
         return pipe() && (bits() & (d == Dir::Read ? fdbits::kReadable : fdbits::kWritable));
     }
     bool nowait_ok() const noexcept { return !(bits() & fdbits::kNoNowait); }
+    bool nonblock_seen() const noexcept { return bits() & fdbits::kNonBlock; }
     StatKind kind() const noexcept {
         return (bits() & fdbits::kFifo) ? StatKind::Fifo : StatKind::Pipe;
     }
@@ -247,7 +251,7 @@ public:
     // block was never mapped). For tests and inspection.
     FdState* state(int fd) const noexcept;
     // pipe()/pipe2() returned these fds.
-    void set_pipe(int rfd, int wfd) noexcept;
+    void set_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
     // newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): it
     // names the same file, so it is what oldfd is, and it starts from what
     // oldfd has learnt.
@@ -259,6 +263,17 @@ public:
     void forget_all() noexcept { forget_range(0, ~0u); }
     // RWF_NOWAIT answered EOPNOTSUPP on this fd: fall back to poll.
     void set_no_nowait(const FdInfo& info) noexcept;
+    // O_NONBLOCK is a mark of the open file, which a dup shares and which
+    // fcntl, FIONBIO or another process sharing the file can change: the
+    // bit is what the shim last saw (a spin's F_GETFL, pipe2, an F_SETFL it
+    // saw), never the truth. A set bit only spares the calls of a
+    // non-blocking fd the looks and the F_GETFL of a spin that could not
+    // have waited (the engine reads the mode again now and then: a stale
+    // bit costs spins, never an answer); a clear one costs those looks.
+    // set_nonblock() only if the word still describes the file `info` was
+    // read for; note_nonblock() for whatever fd names now.
+    void set_nonblock(const FdInfo& info, bool on) noexcept;
+    void note_nonblock(int fd, bool on) noexcept;
     // Has a fd below nfds been a pipe in this process (a few loads: the
     // table's own bits, no classification, no syscall)? False only when
     // none is or was.

@@ -136,8 +136,8 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
 }
 
 // Not in a vfork child: its fds are not its parent's (vfork.h).
-void note_new_pipe(int r, const int* fds) noexcept {
-    if (r == 0 && !in_vfork_child()) note_pipe(fds[0], fds[1]);
+void note_new_pipe(int r, const int* fds, int flags = 0) noexcept {
+    if (r == 0 && !in_vfork_child()) note_pipe(fds[0], fds[1], (flags & O_NONBLOCK) != 0);
 }
 
 // The fd table, where closes and dups must keep it true (io_table_kept():
@@ -161,6 +161,8 @@ int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
             ? real(fd, cmd, arg)
             : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd, reinterpret_cast<long>(arg))));
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_dup(fd, r);
+    if (cmd == F_SETFL && r == 0 && kept_table() != nullptr)
+        note_nonblock(fd, (reinterpret_cast<long>(arg) & O_NONBLOCK) != 0);
     return r;
 }
 
@@ -181,7 +183,7 @@ PIPESPIN_EXPORT int pipe2(int fds[2], int flags) noexcept {
         real_pipe2 != nullptr
             ? real_pipe2(fds, flags)
             : static_cast<int>(to_libc(sys::raw(SYS_pipe2, reinterpret_cast<long>(fds), flags)));
-    note_new_pipe(r, fds);
+    note_new_pipe(r, fds, flags);
     return r;
 }
 

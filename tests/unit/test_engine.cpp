@@ -542,3 +542,57 @@ TEST_CASE("engine: a set that will not spin gets the real call alone, once its a
         fd_table().forget(ep);
     }
 }
+
+// A call that finds data at its first look is Done (the nowait probe's read
+// is the answer): a Call for a pipe holding data is one made without looks.
+TEST_CASE("engine: a fd seen non-blocking skips the looks until it is seen blocking again",
+          "[engine][nonblock]") {
+    PipeFixture p(Mode::Fixed, 50);
+    char c;
+    auto seen = [&] { return fd_table().lookup(p.fds[0], nullptr).nonblock_seen(); };
+    SECTION("a spin that reads O_NONBLOCK marks the fd; the mode is read again in 16 calls") {
+        // Set behind the shim's back (as FIONBIO or another process would).
+        REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
+        Plan plan = before_read(p.fds[0], &c, 1);
+        CHECK(plan.action == Plan::Action::Call);  // the kernel's EAGAIN, no spin's
+        CHECK_FALSE(plan.obs.spun);
+        after_call(plan, -EAGAIN);
+        CHECK(seen());
+        REQUIRE(::write(p.fds[1], "x", 1) == 1);
+        plan = before_read(p.fds[0], &c, 1);
+        CHECK(plan.action == Plan::Action::Call);  // no look: the data is still there
+        after_call(plan, -EAGAIN);
+        // Blocking again, behind the shim's back: one of the next 16 calls
+        // reads the mode, and looks.
+        REQUIRE(::fcntl(p.fds[0], F_SETFL, 0) == 0);
+        int calls = 0;
+        for (; calls < 16; ++calls) {
+            plan = before_read(p.fds[0], &c, 1);
+            if (plan.action == Plan::Action::Done) break;
+            after_call(plan, -EAGAIN);
+        }
+        CHECK(calls < 16);
+        CHECK(plan.result == 1);
+        CHECK_FALSE(seen());
+    }
+    SECTION("what the program's fcntl and pipe2 say is taken at once") {
+        REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
+        note_nonblock(p.fds[0], true);  // the fcntl hook's
+        CHECK(seen());
+        REQUIRE(::write(p.fds[1], "x", 1) == 1);
+        CHECK(before_read(p.fds[0], &c, 1).action == Plan::Action::Call);
+        REQUIRE(::fcntl(p.fds[0], F_SETFL, 0) == 0);
+        note_nonblock(p.fds[0], false);
+        CHECK_FALSE(seen());
+        CHECK(before_read(p.fds[0], &c, 1).action == Plan::Action::Done);
+        int q[2];
+        REQUIRE(::pipe2(q, O_NONBLOCK) == 0);
+        note_pipe(q[0], q[1], true);
+        CHECK(fd_table().lookup(q[0], nullptr).nonblock_seen());
+        CHECK(fd_table().lookup(q[1], nullptr).nonblock_seen());
+        for (int fd : q) {
+            ::close(fd);
+            fd_table().forget(fd);
+        }
+    }
+}
