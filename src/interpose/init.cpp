@@ -78,6 +78,12 @@ __attribute__((constructor)) void pipespin_init() {
     resolve_startup_options(options, sources);
     char line[256];
     const Arm arm = apply_options(options, sources);
+    // A program started with its fd 2 closed: the first file it opens takes
+    // the number, and what the shim writes "to stderr" at exit would go into
+    // it. Asked (one fcntl) only where something will be written there then:
+    // the report at log=info, statistics lines to stderr.
+    if ((report::enabled(LogLevel::Info) || stats_to_stderr()) && sys::getfl(2) == -EBADF)
+        report::release_stderr();
     report_problems(true);
     const int cpus = usable_cpus_seen();
     if (cpus < 2 && options.mode() != Mode::Off)

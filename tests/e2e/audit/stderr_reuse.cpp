@@ -8,6 +8,9 @@
 // data file (the child's line in the middle, the process's own at the end).
 // A close of fd 2 now writes them at once, and nothing of the shim's goes to
 // fd 2 afterwards, in that process or its forked children.
+// The same for a process that starts with its fd 2 closed (the test's child
+// closes it and execs this program again, "started-closed"): the shim looks
+// at fd 2 when it starts, where it will write there at exit.
 #include <fcntl.h>
 #include <sys/wait.h>
 
@@ -20,8 +23,8 @@ using namespace support;
 
 namespace {
 
-[[noreturn]] void writer(const char* path) {
-    if (close(2) != 0) _exit(10);
+[[noreturn]] void writer(const char* path, bool close_first) {
+    if (close_first && close(2) != 0) _exit(10);
     const int fd = open(path, O_WRONLY | O_APPEND);
     if (fd != 2) _exit(11);
     if (write(fd, "data\n", 5) != 5) _exit(12);
@@ -44,27 +47,48 @@ namespace {
     std::exit(0);  // a normal exit: the library's destructors run
 }
 
-}  // namespace
+// The file at path holds what the writer wrote, and nothing else.
+bool holds_only_data(int tmp, const char* path, const char* how) {
+    char buf[256] = {};
+    const ssize_t n = pread(tmp, buf, sizeof buf - 1, 0);
+    unlink(path);
+    close(tmp);
+    if (n != 9 || std::strcmp(buf, "data\nend\n") != 0) {
+        std::printf("%s: the file holds %zd bytes, not the 9 written: %.60s\n", how, n, buf);
+        return false;
+    }
+    return true;
+}
 
-int main() {
+// A child runs the writer, in this image (close_first) or, with its fd 2
+// closed, in a new one.
+bool run(bool in_new_image) {
     char path[] = "/tmp/pipespin-stderr-reuse-XXXXXX";
     const int tmp = mkstemp(path);
     CHECK(tmp >= 0);
     std::fflush(nullptr);
     const pid_t pid = fork();
     CHECK(pid >= 0);
-    if (pid == 0) writer(path);
+    if (pid == 0) {
+        if (!in_new_image) writer(path, true);
+        close(2);
+        execl("/proc/self/exe", "stderr_reuse", "started-closed", path, static_cast<char*>(nullptr));
+        _exit(20);
+    }
     int status = 0;
     CHECK_EQ(waitpid(pid, &status, 0), pid);
     CHECK(WIFEXITED(status));
     CHECK_EQ(WEXITSTATUS(status), 0);
-    char buf[256] = {};
-    const ssize_t n = pread(tmp, buf, sizeof buf - 1, 0);
-    unlink(path);
-    if (n != 9 || std::strcmp(buf, "data\nend\n") != 0) {
-        std::printf("the file holds %zd bytes, not the 9 written: %.60s\n", n, buf);
-        return 1;
-    }
+    return holds_only_data(tmp, path, in_new_image ? "started with fd 2 closed" : "closed fd 2");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 3 && std::strcmp(argv[1], "started-closed") == 0) writer(argv[2], false);
+    const bool closed = run(false);
+    const bool started_closed = run(true);
+    if (!closed || !started_closed) return 1;
     std::printf("stderr_reuse: ok\n");
     return 0;
 }
