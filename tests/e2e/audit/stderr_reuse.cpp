@@ -72,7 +72,8 @@ bool run(bool in_new_image) {
     if (pid == 0) {
         if (!in_new_image) writer(path, true);
         close(2);
-        execl("/proc/self/exe", "stderr_reuse", "started-closed", path, static_cast<char*>(nullptr));
+        execl("/proc/self/exe", "stderr_reuse", "started-closed", path,
+              static_cast<char*>(nullptr));
         _exit(20);
     }
     int status = 0;
