@@ -19,6 +19,7 @@
 #include <linux/close_range.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -303,6 +304,29 @@ PIPESPIN_EXPORT void closefrom(int lowfd) noexcept {
         sys::raw(SYS_close_range, lowfd < 0 ? 0 : lowfd, ~0u, 0);
     if (FdTable* t = kept_table())
         t->forget_range(lowfd < 0 ? 0u : static_cast<unsigned>(lowfd), ~0u);
+}
+
+// ---- a program that sandboxes itself ----------------------------------------------
+
+// prctl's arguments are read the way glibc reads them: four unsigned longs,
+// passed or not. no_new_privs comes before a seccomp filter (an unprivileged
+// process may install one only then; libseccomp sets it by default), so the
+// shim steps aside there already: after a filter, any call of its own (a
+// probe, a statistics line's open) might kill the program (before_sandbox()).
+PIPESPIN_EXPORT int prctl(int option, ...) {
+    va_list ap;
+    va_start(ap, option);
+    const unsigned long a2 = va_arg(ap, unsigned long);
+    const unsigned long a3 = va_arg(ap, unsigned long);
+    const unsigned long a4 = va_arg(ap, unsigned long);
+    const unsigned long a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    if ((option == PR_SET_NO_NEW_PRIVS && a2 != 0) || option == PR_SET_SECCOMP) [[unlikely]]
+        before_sandbox();
+    if (real_prctl != nullptr) return real_prctl(option, a2, a3, a4, a5);
+    return static_cast<int>(to_libc(sys::raw(SYS_prctl, option, static_cast<long>(a2),
+                                             static_cast<long>(a3), static_cast<long>(a4),
+                                             static_cast<long>(a5))));
 }
 
 // ---- stdio: the fd is closed inside libc ------------------------------------------

@@ -71,8 +71,30 @@ void write_exit_report() noexcept {
     exit_report();
 }
 
+// A sandbox is (or is about to be) in place: mode off with nothing to
+// report, for good. apply_options() makes no system call for it that the
+// program's sandbox could refuse but the ones the shim already made (it
+// unwraps the handlers it wrapped, before the filter).
+std::atomic<bool> g_sandboxed{false};
+
+void step_aside() noexcept {
+    set_reload_hook(nullptr);
+    Options off;
+    off.mode_v = static_cast<std::uint32_t>(Mode::Off);
+    off.stats = TextValue{};
+    off.log_v = static_cast<std::uint32_t>(LogLevel::Off);
+    off.ab_period = 0;
+    const OptionSources defaults;
+    apply_options(off, defaults);
+}
+
 __attribute__((constructor)) void pipespin_init() {
     BusyScope busy;
+    if (g_sandboxed.load()) {  // prctl() before this constructor: no file, no variable
+        step_aside();
+        g_ready.store(true, std::memory_order_release);
+        return;
+    }
     Options options;
     OptionSources sources;
     resolve_startup_options(options, sources);
@@ -121,6 +143,15 @@ void counters_are_read() noexcept {
         after_fork_child(stats_enabled() || report::enabled(LogLevel::Info));
         stats_after_fork();
     });
+}
+
+void before_sandbox() noexcept {
+    if (in_vfork_child() || g_sandboxed.exchange(true)) return;
+    if (!g_ready.load()) return;  // the constructor will see g_sandboxed
+    BusyScope busy;
+    stats_exit();
+    write_exit_report();
+    step_aside();
 }
 
 void before_stderr_closes() noexcept {

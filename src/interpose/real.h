@@ -109,6 +109,16 @@ void counters_are_read() noexcept;
 // written now instead, once.
 void before_stderr_closes() noexcept;
 
+// init.cpp: the program is about to sandbox itself (prctl PR_SET_NO_NEW_PRIVS,
+// PR_SET_SECCOMP): from its next call on, a system call it does not make
+// itself may kill it (SECCOMP_RET_KILL), fail, or be logged. The shim writes
+// now what it would write at exit, then steps aside for good: mode off with
+// nothing to report (Runtime::inert), no reload, no statistics line, no log
+// line; the process's calls are the real calls alone. Not in a vfork child
+// (its memory is its parent's). Before the constructor ran, the constructor
+// does the same without reading any configuration.
+void before_sandbox() noexcept;
+
 // Not while a vfork mark stands either (vfork.h): in a vfork child, whatever
 // it reads, writes or waits on, its calls are the real calls alone, so that
 // nothing of its own (a write to a fd it dup2()ed, classified in the table)
