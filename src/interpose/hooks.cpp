@@ -324,9 +324,9 @@ PIPESPIN_EXPORT int prctl(int option, ...) {
     if ((option == PR_SET_NO_NEW_PRIVS && a2 != 0) || option == PR_SET_SECCOMP) [[unlikely]]
         before_sandbox();
     if (real_prctl != nullptr) return real_prctl(option, a2, a3, a4, a5);
-    return static_cast<int>(to_libc(sys::raw(SYS_prctl, option, static_cast<long>(a2),
-                                             static_cast<long>(a3), static_cast<long>(a4),
-                                             static_cast<long>(a5))));
+    return static_cast<int>(
+        to_libc(sys::raw(SYS_prctl, option, static_cast<long>(a2), static_cast<long>(a3),
+                         static_cast<long>(a4), static_cast<long>(a5))));
 }
 
 // ---- stdio: the fd is closed inside libc ------------------------------------------

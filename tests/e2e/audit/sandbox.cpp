@@ -19,20 +19,28 @@ namespace {
 
 constexpr int kRounds = 2000;
 
-#define ALLOW(nr)                                          \
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1),       \
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define ALLOW(nr) \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
 void sandbox() {
     // What the rest of this program calls, and nothing else (strace):
     // glibc's fork is clone (clone3 on some), its child sets its robust list.
     sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        ALLOW(__NR_read),          ALLOW(__NR_write),        ALLOW(__NR_poll),
-        ALLOW(__NR_pipe2),         ALLOW(__NR_close),        ALLOW(__NR_clone),
-        ALLOW(__NR_clone3),        ALLOW(__NR_set_robust_list), ALLOW(__NR_wait4),
-        ALLOW(__NR_exit_group),    ALLOW(__NR_exit),         ALLOW(__NR_rt_sigreturn),
-        ALLOW(__NR_rt_sigprocmask), ALLOW(__NR_futex),
+        ALLOW(__NR_read),
+        ALLOW(__NR_write),
+        ALLOW(__NR_poll),
+        ALLOW(__NR_pipe2),
+        ALLOW(__NR_close),
+        ALLOW(__NR_clone),
+        ALLOW(__NR_clone3),
+        ALLOW(__NR_set_robust_list),
+        ALLOW(__NR_wait4),
+        ALLOW(__NR_exit_group),
+        ALLOW(__NR_exit),
+        ALLOW(__NR_rt_sigreturn),
+        ALLOW(__NR_rt_sigprocmask),
+        ALLOW(__NR_futex),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
     };
     sock_fprog prog{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
