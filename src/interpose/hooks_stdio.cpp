@@ -14,6 +14,7 @@
 // of one byte, getline with no buffer yet, which glibc allocates first) go
 // straight to libc.
 #include <stdio.h>
+#include <sys/auxv.h>
 #include <sys/types.h>
 
 #include <cerrno>
@@ -164,6 +165,16 @@ size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexce
     return piece;
 }
 
+// The stream has a buffer of at least a page: every read glibc makes for
+// it (a refill, or whole blocks straight into the caller's buffer) is then
+// at least a page, which holds any packet of a pipe in packet mode.
+bool buffer_holds_a_packet(const FILE* fp) noexcept {
+    const volatile FILE* f = fp;
+    if (f->_IO_buf_base == nullptr) return false;
+    const unsigned long page = getauxval(AT_PAGESZ);  // no system call
+    return f->_IO_buf_end - f->_IO_buf_base >= static_cast<std::ptrdiff_t>(page != 0 ? page : 4096);
+}
+
 struct Pieces {
     char* out;
     size_t want;
@@ -227,8 +238,18 @@ size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& ca
     const int fd = stream_fd(fp);
     if (fd < 0) return call();
     // One real fread (as called: locked, unlocked or fortified), with one
-    // wait before it when the buffer is empty.
-    if (!may_spin(fd, Dir::Read)) return stdio_read<size_t>(fp, locked, 0, call, size);
+    // wait before it when the buffer is empty. Also where the pieces could
+    // make glibc read less at a time than the whole fread would: a pipe
+    // written in packet mode (O_DIRECT, on either end: the reader cannot
+    // tell) gives each read one packet of up to a page and drops what the
+    // read had no room for, and glibc's own reads are never shorter than the
+    // stream's buffer (a refill) or a whole block (straight into the
+    // caller's buffer), which a piece of a few bytes would make a refill of
+    // a buffer smaller than a packet (setvbuf). With a buffer of at least a
+    // page every read holds a packet; with a smaller one, or none yet, the
+    // fread goes whole.
+    if (!may_spin(fd, Dir::Read) || !buffer_holds_a_packet(fp))
+        return stdio_read<size_t>(fp, locked, 0, call, size);
     Pieces job{static_cast<char*>(p), size * n, fp};
     if (locked && (fp->_flags & kUserLock) == 0)
         pipespin_call_stream_locked(read_pieces, &job, fp);
