@@ -128,8 +128,9 @@ enum class Look : std::uint8_t {
 // the class word, which every close, dup2, dup3, close_range and F_DUPFD
 // the shim sees bumps). When it does not, the spin ends and the real call
 // goes to the kernel on the number, as if the program had entered the
-// kernel just then: the window is that of the program's own race between
-// its call and the other thread's close, never wider than one look.
+// kernel just then: an outcome of the program's own race between its call
+// and the other thread's close, as if its thread had been preempted before
+// the call (the spin lengthens the race's window, it adds no outcome).
 struct Fd {
     int fd;
     FdInfo info;  // what the table said when the call began (info.cls null: untracked)
