@@ -395,10 +395,15 @@ TEST_CASE("engine: a poll on a fresh pipe is watched like a read, and teaches th
     CHECK(plan.timeout_ms == 1000);  // the caller's own: nothing spent
     after_call(plan, 1);             // ready at once: a spin would have caught it
     CHECK(lane.score.load() == FreshPrior::kHitGain);
-    // A set's timeout (0 ready) is no sample.
+    // A set's timeout (0 ready) is no sample. (The prior is put back where
+    // the fresh pipe is watched, not spun on: the spin would last the 1 s
+    // ceiling.)
+    lane.score.store(0);
     plan = before_poll(&pfd, 1, 1000);
+    CHECK(plan.obs.watched);
+    CHECK_FALSE(plan.obs.spun);
     after_call(plan, 0);
-    CHECK(lane.score.load() == FreshPrior::kHitGain);
+    CHECK(lane.score.load() == 0);
     lane.score.store(0);
 }
 
