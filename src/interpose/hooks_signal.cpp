@@ -3,13 +3,16 @@
 // gives each. Each is a thin wrapper around wrapped_sigaction()
 // (signals.cpp), which puts the program's handler behind the trampoline
 // while anything can spin, and shows the program its own handlers and
-// flags.
+// flags. Until then (signals_pass_through()) the signal() family calls the
+// next definition of its own name instead: libc's, or that of a preload
+// after the shim that interposes it (the JDK's libjsig).
 #include <signal.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 
+#include "interpose/real.h"
 #include "interpose/signals.h"
 #include "interpose/trampoline.h"
 #include "interpose/wrap.h"
@@ -59,14 +62,20 @@ PIPESPIN_EXPORT int __sigaction(int sig, const struct sigaction* act, struct sig
 }
 
 PIPESPIN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real_signal != nullptr)
+        return signals_after_pass_through(sig, real_signal(sig, handler));
     return bsd_signal_impl(sig, handler);
 }
 
 PIPESPIN_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real_bsd_signal != nullptr)
+        return signals_after_pass_through(sig, real_bsd_signal(sig, handler));
     return bsd_signal_impl(sig, handler);
 }
 
 PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real_ssignal != nullptr)
+        return signals_after_pass_through(sig, real_ssignal(sig, handler));
     return bsd_signal_impl(sig, handler);
 }
 
@@ -76,6 +85,21 @@ PIPESPIN_EXPORT sighandler_t ssignal(int sig, sighandler_t handler) {
 // keeps the choice in its own memory (_sigintr), which the child shares with
 // its parent, so the parent's later signal() sees it there as well.
 PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
+    // Not armed: libc's own, which keeps the choice where libc's signal()
+    // (called through, above) reads it; the shim's copy follows for the
+    // day it is armed.
+    if (signals_pass_through() && real_siginterrupt != nullptr) {
+        const int r = real_siginterrupt(sig, flag);
+        if (r == 0 && sig > 0 && sig < kSigSlots) {
+            const std::uint64_t bit = 1ull << (sig & 63);
+            if (flag)
+                g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+            else
+                g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+            signals_after_pass_through(sig, SIG_DFL);
+        }
+        return r;
+    }
     struct sigaction act {};
     if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;
     const std::uint64_t bit = 1ull << (sig & 63);
@@ -90,16 +114,22 @@ PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
 }
 
 PIPESPIN_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real_sysv_signal != nullptr)
+        return signals_after_pass_through(sig, real_sysv_signal(sig, handler));
     return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
 }
 
 PIPESPIN_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real___sysv_signal != nullptr)
+        return signals_after_pass_through(sig, real___sysv_signal(sig, handler));
     return install(sig, handler, SA_RESETHAND | SA_NODEFER, false);
 }
 
 // sigset(): SIG_HOLD blocks the signal; anything else installs the handler
 // and unblocks it; the return value is SIG_HOLD if it was blocked.
 PIPESPIN_EXPORT sighandler_t sigset(int sig, sighandler_t handler) {
+    if (signals_pass_through() && real_sigset != nullptr)
+        return signals_after_pass_through(sig, real_sigset(sig, handler));
     if (sig <= 0 || sig >= kSigSlots) {
         errno = EINVAL;
         return SIG_ERR;

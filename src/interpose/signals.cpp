@@ -418,6 +418,22 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
     return r;
 }
 
+bool signals_pass_through() noexcept {
+    return !g_armed.load(std::memory_order_acquire);
+}
+
+sighandler_t signals_after_pass_through(int sig, sighandler_t h) noexcept {
+    if (never_wrapped(sig) || h == SIG_ERR) return h;
+    struct sigaction tmp {};
+    tmp.sa_handler = h;
+    Saved::of(sig).show_own(tmp);
+    if (!in_vfork_child() && resolve_sigaction() && g_armed.load(std::memory_order_seq_cst)) {
+        Lock lock;
+        settle(sig);
+    }
+    return tmp.sa_handler;
+}
+
 void configure_signals(bool may_spin) noexcept {
     // Not armed yet and spinning may start: arm at the first spin. Armed
     // already (a live reload): sweep now, for what raw installs put behind

@@ -24,4 +24,15 @@ int wrapped_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
 // unwrapped. Async-signal-safe. Until the first spin, no system call here.
 void configure_signals(bool may_spin) noexcept;
 
+// For the signal() family (hooks_signal.cpp). True while nothing is wrapped
+// (not armed): the hook then calls the next definition of its own name
+// (libc's, or another preload's: libjsig interposes signal() and sigset()
+// and must keep its say), exactly as without the shim.
+bool signals_pass_through() noexcept;
+// After such a call: maps a trampoline in `h` (a disarming sweep under
+// way) to the program's own handler, and, if a configure armed the shim
+// meanwhile, wraps what the call installed. Returns `h` as the program
+// should see it.
+sighandler_t signals_after_pass_through(int sig, sighandler_t h) noexcept;
+
 }  // namespace pipespin::interpose
