@@ -201,8 +201,8 @@ void FdTable::become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept
 }
 
 void FdTable::set_pipe(int rfd, int wfd, bool nonblock) noexcept {
-    const std::uint32_t made = fdbits::kKnown | fdbits::kPipe | fdbits::kMade |
-                               (nonblock ? fdbits::kNonBlock : 0u);
+    const std::uint32_t made =
+        fdbits::kKnown | fdbits::kPipe | fdbits::kMade | (nonblock ? fdbits::kNonBlock : 0u);
     store_fresh(rfd, made | fdbits::kReadable, nullptr);
     store_fresh(wfd, made | fdbits::kWritable, nullptr);
 }
@@ -251,8 +251,9 @@ void FdTable::set_no_nowait(const FdInfo& info) noexcept {
 void FdTable::set_nonblock(const FdInfo& info, bool on) noexcept {
     if (info.cls == nullptr || !info.pipe() || info.nonblock_seen() == on) return;
     std::uint64_t w = info.word;
-    info.cls->compare_exchange_strong(w, on ? w | fdbits::kNonBlock : w & ~std::uint64_t{fdbits::kNonBlock},
-                                      std::memory_order_acq_rel);
+    info.cls->compare_exchange_strong(
+        w, on ? w | fdbits::kNonBlock : w & ~std::uint64_t{fdbits::kNonBlock},
+        std::memory_order_acq_rel);
 }
 
 void FdTable::note_nonblock(int fd, bool on) noexcept {

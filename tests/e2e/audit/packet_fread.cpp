@@ -40,8 +40,7 @@ size_t run(bool writer_end_only) {
             // A slow writer: the reader waits for each packet (the case;
             // every outcome of the race must give all the bytes).
             usleep(300);
-            if (write(p[1], packet, sizeof packet) != static_cast<ssize_t>(sizeof packet))
-                _exit(2);
+            if (write(p[1], packet, sizeof packet) != static_cast<ssize_t>(sizeof packet)) _exit(2);
         }
         _exit(0);
     }
