@@ -222,6 +222,34 @@ bool set_waits_off(const PolicyParams& params) noexcept {
     return g_runtime.inert.load(std::memory_order_relaxed) || set_waits_never_spin(params);
 }
 
+// poll and ppoll (sigmask null for poll: the same zero-timeout ppoll looks
+// at the set): an array the kernel read before, its pipe first
+// (poll_array_read()); else the kernel looks first, which validates the
+// array (a bad pointer gives EFAULT from the real call, not a crash here)
+// and the mask, and a ready set is the answer at once. A cancellation point
+// before the look, as the call's entry is (the look may be its answer).
+Plan poll_set(Plan plan, void* fds, unsigned long nfds, const PolicyParams& params,
+              std::int64_t timeout_ns, const void* sigmask) {
+    SetPipe pipe;
+    const bool read_before = poll_array_read(fds, nfds);
+    if (read_before) {
+        pipe = first_pipe_in_pollfds(fds, nfds);
+        if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
+    }
+    sys::test_cancel();
+    const SignalMark mark;
+    const long r = sys::ppoll0(fds, nfds, sigmask);
+    if (r >= 0) poll_array_validated(fds, nfds);
+    if (r > 0) return done(nullptr, r);
+    // A handler ran: the call fails with EINTR whatever SA_RESTART says.
+    if (r == -EINTR) return interrupted(plan);
+    if (r < 0) return plan;
+    if (!read_before) pipe = first_pipe_in_pollfds(fds, nfds);
+    if (pipe.st == nullptr) return plan;
+    return spin_set(plan, pipe, Via::Poll, params, timeout_ns, sigmask, mark, true, true,
+                    [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
+}
+
 }  // namespace
 
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
@@ -231,31 +259,9 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms) {
         return plan;
     const PolicyParams params = g_runtime.params();
     if (set_waits_never_spin(params)) return plan;
-    // An array the kernel read before: its pipe first (poll_array_read()).
-    SetPipe pipe;
-    const bool read_before = poll_array_read(fds, nfds);
-    if (read_before) {
-        pipe = first_pipe_in_pollfds(fds, nfds);
-        if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
-    }
-    // Else let the kernel look at the array first: it validates the pointer
-    // (a bad one gives EFAULT from the real poll, not a crash here), and a
-    // ready set is the answer at once. poll is a cancellation point at its
-    // entry: so is its look, which may be its answer.
-    sys::test_cancel();
-    const SignalMark mark;
-    long r = sys::poll0(fds, nfds);
-    if (r >= 0) poll_array_validated(fds, nfds);
-    if (r > 0) return done(nullptr, r);
-    // A handler ran: poll fails with EINTR whatever SA_RESTART says.
-    if (r == -EINTR) return interrupted(plan);
-    if (r < 0) return plan;
-    if (!read_before) pipe = first_pipe_in_pollfds(fds, nfds);
-    if (pipe.st == nullptr) return plan;
     const std::int64_t timeout_ns =
         timeout_ms < 0 ? kNoTimeout : static_cast<std::int64_t>(timeout_ms) * 1'000'000;
-    plan = spin_set(plan, pipe, Via::Poll, params, timeout_ns, nullptr, mark, true, true,
-                    [&]() noexcept { return sys::poll0(fds, nfds); });
+    plan = poll_set(plan, fds, nfds, params, timeout_ns, nullptr);
     // Never shorten the caller's timeout: what remains, rounded up to ms.
     if (plan.obs.spun && timeout_ms > 0)
         plan.timeout_ms = static_cast<int>((plan.timeout_ns + 999'999) / 1'000'000);
@@ -329,27 +335,7 @@ Plan before_ppoll(void* fds, unsigned long nfds, std::int64_t timeout_ns, const 
     plan.timeout_ns = timeout_ns;
     const PolicyParams params = g_runtime.params();
     if (timeout_ns == 0 || nfds == 0 || set_waits_off(params)) return plan;
-    // As for poll: an array the kernel read before, its pipe first; else
-    // the kernel looks first, which validates the array and the mask. A
-    // cancellation point before the look, as the call's entry is (the look
-    // may be the answer).
-    SetPipe pipe;
-    const bool read_before = poll_array_read(fds, nfds);
-    if (read_before) {
-        pipe = first_pipe_in_pollfds(fds, nfds);
-        if (pipe.st == nullptr || passes_unlooked(plan, pipe, params)) return plan;
-    }
-    sys::test_cancel();
-    const SignalMark mark;
-    const long r = sys::ppoll0(fds, nfds, sigmask);
-    if (r >= 0) poll_array_validated(fds, nfds);
-    if (r > 0) return done(nullptr, r);
-    if (r == -EINTR) return interrupted(plan);
-    if (r < 0) return plan;
-    if (!read_before) pipe = first_pipe_in_pollfds(fds, nfds);
-    if (pipe.st == nullptr) return plan;
-    return spin_set(plan, pipe, Via::Poll, params, timeout_ns, sigmask, mark, true, true,
-                    [&]() noexcept { return sys::ppoll0(fds, nfds, sigmask); });
+    return poll_set(plan, fds, nfds, params, timeout_ns, sigmask);
 }
 
 // Which pipe each epoll set waits on (one per set: the first one added) is
