@@ -291,6 +291,10 @@ void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t by
     }
 }
 
+bool SpinPolicy::measures(const PolicyState& s, const PolicyParams& p) noexcept {
+    return learns(s, p) && measuring(s.get_phase());
+}
+
 bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept {
     if (!learns(s, p)) return true;
     const Phase phase = s.get_phase();

@@ -263,12 +263,7 @@ public:
     // whose cost counts the calls that waited: a wait on a set that will not
     // spin still needs its first look there, to tell a wait from a ready set
     // as the other way's epoch did. Elsewhere count_early() counts the call.
-    static bool measures(const PolicyState& s, const PolicyParams& p) noexcept {
-        if (p.mode != Mode::Adaptive || s.hint.load(std::memory_order_relaxed) != kHintNone)
-            return false;
-        const Phase phase = s.get_phase();
-        return phase == Phase::TrySpin || phase == Phase::TryPlain;
-    }
+    static bool measures(const PolicyState& s, const PolicyParams& p) noexcept;
     // The calls of a run of not spinning need nothing but their count: how
     // many of the calls after this one may be counted without asking the
     // policy (the engine's fast lane, fd_table.h), then settled with
