@@ -195,8 +195,6 @@ FdTable& fd_table() noexcept;
 // records them (not in an inert process, which tracks nothing: see
 // Runtime::inert).
 void note_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
-// fcntl(F_SETFL) set fd's O_NONBLOCK on or off (FdTable::note_nonblock).
-void note_nonblock(int fd, bool on) noexcept;
 
 // The program reads its counters (pipespin_get_stats): from now on every
 // call of every pipe is counted, a fd not made by pipe() from its first.

@@ -25,10 +25,6 @@ void note_pipe(int rfd, int wfd, bool nonblock) noexcept {
     if (!g_runtime.inert.load(std::memory_order_relaxed)) table().set_pipe(rfd, wfd, nonblock);
 }
 
-void note_nonblock(int fd, bool on) noexcept {
-    table().note_nonblock(fd, on);
-}
-
 void after_fork_child(bool counters_read) noexcept {
     if (counters_read) table().new_process();
 }

@@ -162,8 +162,8 @@ int fcntl_common(fcntl_fn real, int fd, int cmd, void* arg) {
             ? real(fd, cmd, arg)
             : static_cast<int>(to_libc(sys::raw(SYS_fcntl, fd, cmd, reinterpret_cast<long>(arg))));
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) note_dup(fd, r);
-    if (cmd == F_SETFL && r == 0 && kept_table() != nullptr)
-        note_nonblock(fd, (reinterpret_cast<long>(arg) & O_NONBLOCK) != 0);
+    if (FdTable* t = kept_table(); t != nullptr && cmd == F_SETFL && r == 0)
+        t->note_nonblock(fd, (reinterpret_cast<long>(arg) & O_NONBLOCK) != 0);
     return r;
 }
 

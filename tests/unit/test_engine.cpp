@@ -582,12 +582,12 @@ TEST_CASE("engine: a fd seen non-blocking skips the looks until it is seen block
     }
     SECTION("what the program's fcntl and pipe2 say is taken at once") {
         REQUIRE(::fcntl(p.fds[0], F_SETFL, O_NONBLOCK) == 0);
-        note_nonblock(p.fds[0], true);  // the fcntl hook's
+        fd_table().note_nonblock(p.fds[0], true);  // the fcntl hook's
         CHECK(seen());
         REQUIRE(::write(p.fds[1], "x", 1) == 1);
         CHECK(before_read(p.fds[0], &c, 1).action == Plan::Action::Call);
         REQUIRE(::fcntl(p.fds[0], F_SETFL, 0) == 0);
-        note_nonblock(p.fds[0], false);
+        fd_table().note_nonblock(p.fds[0], false);
         CHECK_FALSE(seen());
         CHECK(before_read(p.fds[0], &c, 1).action == Plan::Action::Done);
         int q[2];
