@@ -204,9 +204,7 @@ inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
 // spins. True: the call goes to the kernel as it is.
 bool still_non_blocking(int fd, FdInfo& info, const DirState& st) noexcept {
     if (!info.nonblock_seen()) return false;
-    if ((st.calls.load(std::memory_order_relaxed) & 15) != 0) return true;
-    const long fl = sys::getfl(fd);
-    if (fl < 0 || (fl & O_NONBLOCK) != 0) return true;
+    if ((st.calls.load(std::memory_order_relaxed) & 15) != 0 || non_blocking_now(fd)) return true;
     table().set_nonblock(info, false);
     info = table().lookup(fd, nullptr);  // the word the spin's same_file() compares
     return false;

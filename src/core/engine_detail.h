@@ -137,6 +137,13 @@ struct Fd {
     bool same_file() const noexcept { return info.cls == nullptr || info.current(); }
 };
 
+// The kernel's word on fd's O_NONBLOCK now (one F_GETFL); a fd that is gone
+// counts as non-blocking: its call gets the real call's answer at once.
+inline bool non_blocking_now(int fd) noexcept {
+    const long fl = sys::getfl(fd);
+    return fl < 0 || (fl & O_NONBLOCK) != 0;
+}
+
 // Spins until the look reports progress, the budget runs out, or a signal
 // handler runs on this thread (the blocking call would have been interrupted).
 // With an Fd it also stops when the fd turns out to be in non-blocking mode
@@ -151,20 +158,17 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
              const Fd* on = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
-    // O_NONBLOCK is read from the kernel each time, never cached: a dup,
-    // fcntl, FIONBIO or another process sharing the file description may
-    // have changed it. A non-blocking fd (or one that is gone) gets the
-    // real call's answer, never a spin's EINTR.
-    auto non_blocking = [on] {
-        const long fl = sys::getfl(on->fd);
-        return fl < 0 || (fl & O_NONBLOCK) != 0;
-    };
+    // A spin reads O_NONBLOCK from the kernel (the table's bit is only what
+    // was last seen, FdTable::set_nonblock): a dup, fcntl, FIONBIO or
+    // another process sharing the file description may have changed it. A
+    // non-blocking fd (or one that is gone) gets the real call's answer,
+    // never a spin's EINTR.
     // A handler ran: the next look is the last (see below).
     bool last = false;
     for (unsigned i = 1;; ++i) {
         sys::cpu_relax();
         if (on != nullptr) {
-            if (i == kNonBlockCheckAt && !last && non_blocking()) {
+            if (i == kNonBlockCheckAt && !last && non_blocking_now(on->fd)) {
                 spent_ns = sys::now_ns() - start;
                 return SpinEnd::NonBlocking;
             }
@@ -185,7 +189,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         if (mark.handler_ran()) {
             // Before the fd's mode was read: a non-blocking fd's call would
             // have returned at once, with nothing to interrupt.
-            if (on != nullptr && i < kNonBlockCheckAt && non_blocking())
+            if (on != nullptr && i < kNonBlockCheckAt && non_blocking_now(on->fd))
                 return SpinEnd::NonBlocking;
             // What came with the signal (the peer's answer, a hang-up) is
             // what the blocking call would have returned: the kernel looks
