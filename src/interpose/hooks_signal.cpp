@@ -25,6 +25,16 @@ namespace {
 // installs without SA_RESTART, as glibc's own signal() does.
 std::atomic<std::uint64_t> g_sigintr{0};
 
+// siginterrupt(sig, flag) succeeded: signal() installs sig without
+// SA_RESTART from now on (flag), or with it.
+void note_sigintr(int sig, int flag) {
+    const std::uint64_t bit = 1ull << (sig & 63);
+    if (flag)
+        g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+    else
+        g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+}
+
 int bsd_flags(int sig) {
     return (g_sigintr.load(std::memory_order_relaxed) >> (sig & 63)) & 1 ? 0 : SA_RESTART;
 }
@@ -91,25 +101,19 @@ PIPESPIN_EXPORT int siginterrupt(int sig, int flag) {
     if (signals_pass_through() && real_siginterrupt != nullptr) {
         const int r = real_siginterrupt(sig, flag);
         if (r == 0 && sig > 0 && sig < kSigSlots) {
-            const std::uint64_t bit = 1ull << (sig & 63);
-            if (flag)
-                g_sigintr.fetch_or(bit, std::memory_order_relaxed);
-            else
-                g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+            note_sigintr(sig, flag);
+            // Armed meanwhile: wrap what libc re-installed (no handler to show).
             signals_after_pass_through(sig, SIG_DFL);
         }
         return r;
     }
     struct sigaction act {};
     if (wrapped_sigaction(sig, nullptr, &act) < 0) return -1;
-    const std::uint64_t bit = 1ull << (sig & 63);
-    if (flag) {
-        g_sigintr.fetch_or(bit, std::memory_order_relaxed);
+    note_sigintr(sig, flag);
+    if (flag)
         act.sa_flags &= ~SA_RESTART;
-    } else {
-        g_sigintr.fetch_and(~bit, std::memory_order_relaxed);
+    else
         act.sa_flags |= SA_RESTART;
-    }
     return wrapped_sigaction(sig, &act, nullptr) < 0 ? -1 : 0;
 }
 
