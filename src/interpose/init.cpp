@@ -103,8 +103,11 @@ __attribute__((constructor)) void pipespin_init() {
     // A program started with its fd 2 closed: the first file it opens takes
     // the number, and what the shim writes "to stderr" at exit would go into
     // it. Asked (one fcntl) only where something will be written there then:
-    // the report at log=info, statistics lines to stderr.
-    if ((report::enabled(LogLevel::Info) || stats_to_stderr()) && sys::getfl(2) == -EBADF)
+    // the report at log=info, statistics lines to stderr. Read from the
+    // options in hand: asking the report and statistics modules would touch
+    // a page of theirs that most processes never touch (a page fault each).
+    if ((options.log() >= LogLevel::Info || options.stats.view() == "stderr") &&
+        sys::getfl(2) == -EBADF)
         report::release_stderr();
     report_problems(true);
     const int cpus = usable_cpus_seen();
