@@ -108,10 +108,10 @@ struct Runtime {
     // (after start-up); the price is that it never looks for a changed
     // config file either (restart it to turn the shim on).
     std::atomic<bool> inert{false};
-    // The process has not been inert at some point (its table may hold
-    // entries): only a process inert since its start lets closes and dups
-    // pass without keeping the fd table true (io_table_kept()).
-    std::atomic<bool> ever_tracked{false};
+    // The fd table has stored an entry, in this process or a parent
+    // (FdTable::used_mark): until then closes and dups have nothing in it
+    // to keep true (io_table_kept()).
+    std::atomic<bool> table_used{false};
     // A fast lane has been armed in this process or a parent (the table's
     // fast_armed(), on this line, which every wrapper reads first: until
     // then io_counted_fast() reads nothing of the table).
@@ -170,12 +170,13 @@ __attribute__((visibility("hidden"))) extern constinit FdTable g_table;
 inline bool io_inert() noexcept {
     return engine::g_runtime.inert.load(std::memory_order_relaxed);
 }
-// Closes and dups must keep the fd table true: not in a process that has
-// been inert since it started, whose table holds nothing (and whose closes
-// then do not even look at it: a first look is a page fault, and every
-// short-lived process closes something, `true` its stdout at exit).
+// Closes and dups must keep the fd table true, once it holds anything: not
+// in a process whose table has never stored an entry (an inert one, mode
+// off with nothing to report, never stores one; nor does `true`, which
+// only closes its stdout at exit), whose closes then do not even look at
+// it: a first look is a page fault.
 inline bool io_table_kept() noexcept {
-    return !io_inert() || engine::g_runtime.ever_tracked.load(std::memory_order_relaxed);
+    return engine::g_runtime.table_used.load(std::memory_order_acquire);
 }
 inline bool io_untracked(std::size_t n) noexcept {
     return n == 0 || io_inert();

@@ -11,6 +11,8 @@ PIPESPIN_COLD constinit FdTable g_table;
 
 }  // namespace engine
 
+std::atomic<bool>* const FdTable::used_mark = &engine::g_runtime.table_used;
+
 using namespace engine;
 
 Runtime& runtime() noexcept {
@@ -79,7 +81,6 @@ void configure(const Options& o, int usable_cpus) noexcept {
     update(g_runtime.classify_looks, counted ? 1u : Runtime::kLazyLooks);
     const bool inert = o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info;
     update(g_runtime.inert, inert);
-    if (!inert) update(g_runtime.ever_tracked, true);
     // A changed period starts counting now; the first check of all comes at
     // the first chance (reload_next_ns 0), since the file may have changed
     // since it was read.

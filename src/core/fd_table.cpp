@@ -75,7 +75,10 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
     if (fd >= 0 && fd < kBlockFds) {
         Block* const first = first_block();
-        if (!first_in_use()) first->page[0].in_use.store(1, std::memory_order_release);
+        if (!first_in_use()) {
+            first->page[0].in_use.store(1, std::memory_order_release);
+            mark_used();
+        }
         return first;
     }
     std::atomic<Block*>* ref = block_ref(fd, true);
@@ -91,6 +94,7 @@ FdTable::Block* FdTable::block_or_map(int fd) noexcept {
         return b;
     }
     blocks_.fetch_add(1, kRelaxed);
+    mark_used();
     return fresh;
 }
 

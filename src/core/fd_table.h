@@ -310,6 +310,16 @@ public:
     // one word; every counter of the parent then reads as zero.
     void new_process() noexcept;
 
+    // Set (once) when a table first stores an entry; null: nobody asks. The
+    // engine points it at a flag of its Runtime, on a page every process
+    // touches anyway, so that a close or dup in a process whose table has
+    // never held anything reads nothing of the table (io_table_kept(): a
+    // first read of the table's page is a page fault, and every short-lived
+    // process closes something, `true` its stdout at exit). A const pointer
+    // to a static object: it sits in the library's relocated read-only
+    // data, not in the table, whose pages must stay untouched.
+    static std::atomic<bool>* const used_mark;
+
     // Blocks in use so far (for tests and the footprint check).
     int blocks_mapped() const noexcept {
         return blocks_.load(std::memory_order_relaxed) + (first_in_use() ? 1 : 0);
@@ -328,6 +338,10 @@ private:
     std::uint64_t watch_gen(int fd) const noexcept { return (peek(fd) >> kGenShift) & 0x3fffffff; }
     Block* block(int fd) const noexcept;
     Block* block_or_map(int fd) noexcept;
+    static void mark_used() noexcept {
+        if (used_mark != nullptr && !used_mark->load(std::memory_order_relaxed))
+            used_mark->store(true, std::memory_order_release);
+    }
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
     // The fd's state, its counters made this process's.
     FdState* live(Block& b, int fd) noexcept;

@@ -150,24 +150,42 @@ TEST_CASE("engine: off mode that nobody observes does nothing at all", "[engine]
     CHECK(p.reader().calls.load() == 1);
 }
 
-TEST_CASE("engine: closes keep the fd table unless the process was inert from its start",
-          "[engine]") {
+TEST_CASE("engine: closes keep the fd table once it has stored an entry", "[engine]") {
     // Every short-lived process closes something ("true" its stdout at
-    // exit); in one inert since its start the table holds nothing, and a
-    // close that looked at it would only fault its page in.
-    runtime().ever_tracked.store(false);
+    // exit); while its table has never stored an entry, a close that looked
+    // at it would only fault its page in: in mode off with nothing to
+    // report (inert), and as much in adaptive mode.
+    runtime().table_used.store(false);
     Options off;
     off.mode_v = static_cast<std::uint32_t>(Mode::Off);
     configure(off, 2);
     REQUIRE(runtime().inert.load());
     CHECK_FALSE(io_table_kept());
-    // Once not inert (a reload, a statistics line), its table may hold
-    // entries, and closes keep it true for good, inert again or not.
-    configure(at_info(off), 2);
+    configure(Options{}, 2);
+    REQUIRE_FALSE(runtime().inert.load());
+    CHECK_FALSE(io_table_kept());
+    // Looking an fd up without storing anything (nothing classified, no
+    // look counted) leaves it so.
+    FdTable t;
+    CHECK(t.peek(5) == 0);
+    CHECK_FALSE(t.lookup_known(5).pipe());
+    CHECK_FALSE(io_table_kept());
+    // The first entry any table stores (here a pipe made by the process)
+    // and closes keep it true for good, whatever the settings become.
+    int p[2];
+    REQUIRE(::pipe(p) == 0);
+    t.set_pipe(p[0], p[1], false);
     CHECK(io_table_kept());
     configure(off, 2);
     REQUIRE(runtime().inert.load());
     CHECK(io_table_kept());
+    // An fd of a block past the first (mapped on its first store) marks it too.
+    runtime().table_used.store(false);
+    t.set_pipe(FdTable::kBlockFds + 7, FdTable::kBlockFds + 8, false);
+    CHECK(io_table_kept());
+    t.release();
+    ::close(p[0]);
+    ::close(p[1]);
     configure(Options{}, 2);  // the defaults again, for the tests after this one
 }
 
