@@ -397,8 +397,10 @@ PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 
 namespace {
 // A vfork child writes no line: the counters it sees are its parent's.
+// Without statistics nothing is written, and the line's code is not even
+// reached: a forked child about to exec would fault its page in for nothing.
 void before_exec() noexcept {
-    if (!g_ready.load(std::memory_order_acquire) || in_vfork_child()) return;
+    if (!g_ready.load(std::memory_order_acquire) || !stats_enabled() || in_vfork_child()) return;
     const int saved = errno;
     stats_write(StatsEvent::Exec);
     sys::restore_errno(saved);

@@ -162,8 +162,13 @@ void before_stderr_closes() noexcept {
     BusyScope busy;
     // With PIPESPIN_STATS=stderr the exit line has nowhere to go later
     // either: it is written now, and only now (stats_exit() writes it once).
-    if (stats_to_stderr()) stats_exit();
-    stats_before_stderr_closes();
+    // Without statistics the module's code is not even reached: `true`
+    // closes its stderr at exit, and a page fault on that code would be one
+    // of its own.
+    if (stats_enabled()) {
+        if (stats_to_stderr()) stats_exit();
+        stats_before_stderr_closes();
+    }
     write_exit_report();
 }
 

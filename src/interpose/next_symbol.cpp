@@ -6,6 +6,13 @@
 
 #include <cstdint>
 
+// Called through its GOT slot, bound when the library is loaded, not
+// through the PLT: the first hook a process calls finds the real functions
+// here, and a lazy binding would cost it a page fault on the PLT's page (a
+// 64 KiB window of code of its own, far from the rest of what a short
+// process runs) besides the same symbol look-up.
+extern "C" int _dl_find_object(void*, dl_find_object*) noexcept __attribute__((noplt));
+
 namespace pipespin::interpose {
 namespace {
 
