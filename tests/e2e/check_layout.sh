@@ -16,7 +16,7 @@
 #    library's exit-time destructor), and those a process that starts and
 #    exits at once calls (the constructor, the look-up of the real
 #    functions at its first hook, fclose of its stdout), lie within one span
-#    of at most 28 KiB;
+#    of at most 16 KiB;
 #  - the functions every such process calls in libc are bound when the
 #    library is loaded, not through the PLT (whose page is a window of its
 #    own, far from that span): secure_getenv, _dl_find_object.
@@ -47,7 +47,7 @@ if "$readelf" -rW "$lib" | grep -E 'JUMP_SLOT.* (secure_getenv|_dl_find_object)@
   echo "FAIL: $lib calls the above through the PLT: declare them noplt" >&2
   status=1
 fi
-max_span=$((28 * 1024))
+max_span=$((16 * 1024))
 min=-1 max=0 found=0
 while read -r addr size name; do
   lo=$((16#$addr)) hi=$((16#$addr + 16#$size))
