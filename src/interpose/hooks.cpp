@@ -396,11 +396,17 @@ PIPESPIN_EXPORT FILE* freopen64(const char* path, const char* mode, FILE* fp) {
 // on the stack and passed to the real execv/execvp/execve, as glibc does.
 
 namespace {
-// A vfork child writes no line: the counters it sees are its parent's.
-// Without statistics nothing is written, and the line's code is not even
-// reached: a forked child about to exec would fault its page in for nothing.
+// A statistics line is this process's to write now. Without statistics
+// nothing is written, and neither the line's code nor errno (a call into
+// libc) is reached: pages a forked child about to exec or exit has not
+// touched, a page fault each. A vfork child writes no line: the counters it
+// sees are its parent's (vfork.h).
+bool stats_line_due() noexcept {
+    return g_ready.load(std::memory_order_acquire) && stats_enabled() && !in_vfork_child();
+}
+
 void before_exec() noexcept {
-    if (!g_ready.load(std::memory_order_acquire) || !stats_enabled() || in_vfork_child()) return;
+    if (!stats_line_due()) return;
     const int saved = errno;
     stats_write(StatsEvent::Exec);
     sys::restore_errno(saved);
@@ -418,10 +424,7 @@ std::size_t count_args(const char* arg, va_list ap) noexcept {
 }
 
 [[noreturn]] void exit_now(void (*real)(int), int status) noexcept {
-    // Without statistics nothing is written, and errno (a call into libc,
-    // whose page a forked child has not touched: a page fault) is left alone.
-    // Nor in a vfork child (its parent's counters, vfork.h).
-    if (g_ready.load(std::memory_order_acquire) && stats_enabled() && !in_vfork_child()) {
+    if (stats_line_due()) {
         const int saved = errno;
         stats_exit();
         sys::restore_errno(saved);
