@@ -145,6 +145,9 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
         if (n > kMaxWarnings) return;
         if (n == kMaxWarnings) message = "further warnings suppressed";
     }
+    // Signals wait for the line: a handler's siglongjmp out of it would leave
+    // t_busy set (as in reload(), settings.cpp).
+    sys::SignalsBlocked quiet;
     interpose::BusyScope busy;  // the sink's own I/O must not come back here
     const int fd = open_destination();
     // Inside a program's call only raw syscalls: no dlopen, no lock, no

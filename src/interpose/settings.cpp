@@ -118,8 +118,12 @@ unsigned resolve(Options& options, OptionSources& sources) noexcept {
     return problems;
 }
 
-// Called by the engine at most every reload_ms, see engine.h.
+// Called by the engine at most every reload_ms, see engine.h. Signals wait
+// for its end: a handler that siglongjmps out of the program's call would
+// otherwise leave the settings locked (no reload, no A/B switch again) and
+// this thread's t_busy set (its calls passed through for good).
 void reload() noexcept {
+    sys::SignalsBlocked quiet;
     if (!try_lock_settings()) return;
     {
         BusyScope busy;

@@ -187,22 +187,18 @@ void note_installed(int sig, const struct sigaction& sa) {
 // saved.
 class Lock {
 public:
-    Lock() noexcept {
-        const std::uint64_t all = ~0ull;
-        sys::change_sigmask(SIG_SETMASK, &all, &saved_);
-        locked_ = __libc_single_threaded == 0;
+    Lock() noexcept : locked_(__libc_single_threaded == 0) {
         if (locked_) g_lock.lock();
     }
     ~Lock() {
         if (locked_) g_lock.unlock();
-        sys::change_sigmask(SIG_SETMASK, &saved_, nullptr);
     }
     Lock(const Lock&) = delete;
     Lock& operator=(const Lock&) = delete;
 
 private:
-    std::uint64_t saved_ = 0;
-    bool locked_ = true;
+    sys::SignalsBlocked blocked_;  // first: taken before the lock, given back after it
+    bool locked_;
 };
 
 bool same_action(const struct sigaction& a, const struct sigaction& b) {

@@ -175,6 +175,7 @@ std::uint64_t stats_tick(std::uint64_t now) noexcept {
     {
         const Settled s = settled();
         if (s.period_ns != 0 && arm_at(s.first, g_anchor_ns, s.period_ns, now) != s.arm) {
+            sys::SignalsBlocked quiet;  // as reload() (settings.cpp)
             if (!try_lock_settings()) return now + kSwitchRetryNs;
             // The other arm first, then the line of the period that ended:
             // the calls of other threads that the line then counts for the

@@ -106,6 +106,29 @@ long poll_signals0(const void* sigmask) noexcept;
 // rt_sigprocmask(how, set, old) on the 64 kernel signals. The kernel reads
 // `set` (a caller's mask may be passed as it is: a bad one is -EFAULT).
 long change_sigmask(int how, const void* set, std::uint64_t* old) noexcept;
+// Every signal blocked on this thread for the scope (the kernel leaves
+// SIGKILL and SIGSTOP alone), the thread's own mask back at its end: a
+// handler that siglongjmps out of a program's call cannot leave the shim's
+// code half-way, a lock held or a flag set, while it is in one of these.
+// Two system calls: for slow paths (a reload, an install of handlers, a
+// log line), never for a call's own path.
+class SignalsBlocked {
+public:
+    SignalsBlocked() noexcept {
+        const std::uint64_t all = ~0ull;
+        blocked_ = change_sigmask(kSetMask, &all, &saved_) == 0;
+    }
+    ~SignalsBlocked() {
+        if (blocked_) change_sigmask(kSetMask, &saved_, nullptr);
+    }
+    SignalsBlocked(const SignalsBlocked&) = delete;
+    SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+
+private:
+    static constexpr int kSetMask = 2;  // SIG_SETMASK, without <signal.h> here
+    std::uint64_t saved_ = 0;
+    bool blocked_;
+};
 // Has the kernel a valid timeout at ts (a caller's struct timespec)? 0 if
 // it reads one there, else what epoll_pwait2 would fail with (-EFAULT,
 // -EINVAL; -ENOSYS before Linux 5.11). The kernel reads it, not us: this is

@@ -41,6 +41,9 @@
 //     sees installed fails the raw variants (the spin misses the handler and
 //     needs the backstop); one that wraps in every mode never shows the
 //     program's own handler in off.
+//   signals reload-jump                (run.sh config reload)
+//     A handler that siglongjmps out of the program's calls while the shim
+//     reloads the file: the shim must go on reloading (reload_jump_case).
 //   signals early                      (rel_signals_early)
 //     The handler (no SA_RESTART) was installed by a raw rt_sigaction system
 //     call in the constructor of a library the helper links
@@ -59,6 +62,9 @@
 // the SA_RESTART variants (the read returns -1 instead of the data).
 //
 // The peer reads the go pipe with a raw syscall (start_peer in rel.h).
+#include <setjmp.h>
+#include <sys/time.h>
+
 #include <string_view>
 #include <thread>
 
@@ -293,11 +299,12 @@ void run_variant(Wait op, const Variant& v, bool installed = false, int trials =
 constexpr int kReloadTrials = 50;
 
 // Rewrites the config file (a new file renamed over it, as editors do).
-void retune(const char* path, const char* mode) {
+void retune(const char* path, const char* mode, unsigned spin_us = 1000000) {
     char tmp[4096], text[256];
     std::snprintf(tmp, sizeof tmp, "%s.new", path);
     const int n = std::snprintf(text, sizeof text,
-                                "mode = %s\nspin_us = 1000000\nreload_ms = 1\nlog = info\n", mode);
+                                "mode = %s\nspin_us = %u\nreload_ms = 1\nlog = info\n", mode,
+                                spin_us);
     const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     CHECK(fd >= 0);
     CHECK_EQ(write(fd, text, static_cast<size_t>(n)), n);
@@ -306,10 +313,10 @@ void retune(const char* path, const char* mode) {
 }
 
 // Whether the kernel holds a trampoline of the shim's for SIGALRM, rather
-// than the program's handler (or SIG_DFL, after SA_RESETHAND).
-bool wrapped(const Variant& v) {
+// than the program's handler `own` (or SIG_DFL, after SA_RESETHAND).
+bool wrapped(void* own) {
     void* h = kernel_action(SIGALRM).handler;
-    return h != own_handler(v) && h != reinterpret_cast<void*>(SIG_DFL);
+    return h != own && h != reinterpret_cast<void*>(SIG_DFL);
 }
 
 // Gives the shim chances to look at the file (poll(1 ms) on an empty pipe
@@ -317,17 +324,17 @@ bool wrapped(const Variant& v) {
 // asks for. The shim looks at most every reload_ms on a coarse clock: once
 // reload_ms and two ticks have passed after the rename, every further wait
 // may look; after 20 more, the reload must have happened.
-void await_reload(int empty_r, const Variant& v, bool want_wrapped, const char* mode) {
+void await_reload(int empty_r, void* own, bool want_wrapped, const char* mode) {
     timespec res{};
     CHECK_EQ(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
     const std::uint64_t tick = static_cast<std::uint64_t>(res.tv_sec) * 1000000000ull +
                                static_cast<std::uint64_t>(res.tv_nsec);
     const std::uint64_t until = now_ns() + 1000000ull + 2 * tick;
     int after = 0;
-    while (wrapped(v) != want_wrapped) {
+    while (wrapped(own) != want_wrapped) {
         if (now_ns() >= until && ++after > 20) {
             std::fprintf(stderr, "after the reload to %s the kernel holds handler %p (own %p)\n",
-                         mode, kernel_action(SIGALRM).handler, own_handler(v));
+                         mode, kernel_action(SIGALRM).handler, own);
             fail(__FILE__, __LINE__,
                  want_wrapped ? "the handler is wrapped while something can spin"
                               : "the program's own handler is installed in mode off",
@@ -374,12 +381,12 @@ int reload_case(Wait op) {
         install_variant(v);
         check_view(v);
         retune(path, mode);
-        await_reload(empty[0], v, true, mode);
+        await_reload(empty[0], own_handler(v), true, mode);
         check_view(v);
         run_variant(op, v, true, kReloadTrials);
         PROGRESS("back to off");
         retune(path, "off");
-        await_reload(empty[0], v, false, "off");
+        await_reload(empty[0], own_handler(v), false, "off");
         check_view(v);
         run_variant(op, v, true, kReloadTrials);
         install(SIGALRM, SIG_IGN, 0);
@@ -388,6 +395,84 @@ int reload_case(Wait op) {
         for (const Variant& v : kVariants) phases(v, mode);
         for (const Variant& v : kRawVariants) phases(v, mode);
     }
+    return 0;
+}
+
+// ---- reload, left by siglongjmp ---------------------------------------------
+
+sigjmp_buf g_jump;
+volatile sig_atomic_t g_jump_armed = 0;
+
+void jump_handler(int) {
+    if (g_jump_armed) siglongjmp(g_jump, 1);
+}
+void quiet_handler(int) {}
+
+// A program whose SIGALRM handler siglongjmps out of whatever it
+// interrupted, every 100 µs, while its poll calls give the shim its
+// chances to reload a config file rewritten before each of them (mode off,
+// a new spin_us: every reload reads and applies the file, and logs a line).
+// Jumps land in the shim's reload and in its log line, which are in the
+// program's call. Then the shim must still reload: the file turns to
+// fixed, where the kernel must come to hold a trampoline in front of the
+// handler, then back to off. A shim that a jump leaves with its settings
+// locked never reloads again; one that a jump leaves with the thread's
+// re-entry guard set passes all its calls through, and never reloads
+// either.
+int reload_jump_case() {
+    const char* path = std::getenv("PIPESPIN_CONFIG");
+    const char* rel = std::getenv("REL_CONFIG");
+    if (path == nullptr || path[0] == '\0' || rel == nullptr || std::strcmp(rel, "reload") != 0) {
+        std::fprintf(stderr, "signals reload-jump: run it with run.sh --config reload\n");
+        return 2;
+    }
+    if (usable_cpus() < 2) {
+        std::printf("SKIP: one usable CPU: the shim never spins, so it never wraps a handler\n");
+        return 77;
+    }
+    int empty[2];
+    make_pipe(empty);
+    CHECK_EQ(pipespin_fd_hint(empty[0], PIPESPIN_READ, 1000), 0);
+    sigset_t alarm_set;
+    sigemptyset(&alarm_set);
+    sigaddset(&alarm_set, SIGALRM);
+    install(SIGALRM, jump_handler, 0);
+    constexpr std::uint64_t kStormNs = 400'000'000;
+    constexpr unsigned kMinRewrites = 150;
+    itimerval every{{0, 250}, {0, 250}};
+    CHECK_EQ(setitimer(ITIMER_REAL, &every, nullptr), 0);
+    volatile int jumps = 0;
+    volatile unsigned rewrites = 0;
+    volatile std::uint64_t rewritten_ns = 0;
+    const std::uint64_t end = now_ns() + kStormNs;
+    if (sigsetjmp(g_jump, 1) != 0) jumps = jumps + 1;  // the mask saved: SIGALRM let through
+    while (now_ns() < end || rewrites < kMinRewrites) {
+        // A new file once the shim may have read the last one (reload_ms 1;
+        // the polls between give it its chances). No jump out of the
+        // rewrite (stdio, a half-written file).
+        if (now_ns() - rewritten_ns >= 2'000'000) {
+            CHECK_EQ(sigprocmask(SIG_BLOCK, &alarm_set, nullptr), 0);
+            g_jump_armed = 0;
+            rewrites = rewrites + 1;
+            retune(path, "off", 1000 + rewrites % 1000);
+            rewritten_ns = now_ns();
+            g_jump_armed = 1;
+            CHECK_EQ(sigprocmask(SIG_UNBLOCK, &alarm_set, nullptr), 0);
+        }
+        pollfd pfd{empty[0], POLLIN, 0};
+        poll(&pfd, 1, 1);
+    }
+    g_jump_armed = 0;
+    itimerval stop{};
+    CHECK_EQ(setitimer(ITIMER_REAL, &stop, nullptr), 0);
+    install(SIGALRM, quiet_handler, 0);
+    PROGRESS("%d jumps out of poll over %u rewrites of the file", static_cast<int>(jumps),
+             static_cast<unsigned>(rewrites));
+    void* own = reinterpret_cast<void*>(quiet_handler);
+    retune(path, "fixed");
+    await_reload(empty[0], own, true, "fixed");
+    retune(path, "off");
+    await_reload(empty[0], own, false, "off");
     return 0;
 }
 
@@ -405,6 +490,7 @@ int main(int argc, char** argv) {
     const std::string_view what = argv[1];
     if (what == "reload-read") return reload_case(Wait::Read);
     if (what == "reload-write") return reload_case(Wait::Write);
+    if (what == "reload-jump") return reload_jump_case();
 #ifdef REL_EARLY
     if (what == "early") {
         if (rel_early_error != nullptr) fail(__FILE__, __LINE__, rel_early_error, 0);
@@ -431,7 +517,7 @@ int main(int argc, char** argv) {
             run_variant(Wait::Ppoll, v);
         }
     } else {
-        std::fprintf(stderr, "usage: signals read|write|poll|reload-read|reload-write|early\n");
+        std::fprintf(stderr, "usage: signals read|write|poll|reload-read|reload-write|reload-jump|early\n");
         return 2;
     }
     return 0;
