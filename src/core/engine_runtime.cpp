@@ -23,8 +23,31 @@ FdTable& fd_table() noexcept {
     return table();
 }
 
+// A new pipe is quiet (FdTable::set_quiet: its calls pass through, and
+// nothing about it is written after pipe() returns) where the process has
+// learnt that its new pipes are one-shots (FreshPrior::made_one_shot(): a
+// shell's $(...), xargs's pipe per child), in adaptive mode, while nobody
+// reads the counters (a quiet pipe's calls are not counted). A forked child
+// that closes or reads such a pipe then writes no page of the table, nor
+// does its parent: after each fork a page written is a copy-on-write fault.
+// One pipe in FreshPrior::kQuietSample (by the clock's low bits: a counter
+// would be a write) is made as before, so that the prior goes on learning
+// from watched waits and turns quiet off when new pipes start to answer.
+namespace {
+bool quiet_pipe(std::uint64_t now) noexcept {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    return g_runtime.mode.load(kRelaxed) == Mode::Adaptive &&
+           g_runtime.classify_looks.load(kRelaxed) > 1 && g_runtime.prior.made_one_shot() &&
+           ((now >> 6) % FreshPrior::kQuietSample) != 0;
+}
+}  // namespace
+
 void note_pipe(int rfd, int wfd, bool nonblock) noexcept {
-    if (!g_runtime.inert.load(std::memory_order_relaxed)) table().set_pipe(rfd, wfd, nonblock);
+    if (g_runtime.inert.load(std::memory_order_relaxed)) return;
+    if (quiet_pipe(sys::now_ns()))
+        table().set_quiet(rfd, wfd, sys::coarse_ns());
+    else
+        table().set_pipe(rfd, wfd, nonblock);
 }
 
 void after_fork_child(bool counters_read) noexcept {

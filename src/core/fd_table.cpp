@@ -118,11 +118,13 @@ FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcep
     }
     std::atomic<std::uint64_t>& cls = b->cls(index_in_block(fd));
     std::uint64_t w = cls.load(std::memory_order_acquire);
-    if (!(static_cast<std::uint32_t>(w) & fdbits::kKnown)) [[unlikely]] {
+    // A quiet mark grown old: the fd lived on, so it is classified now.
+    const bool aged = (static_cast<std::uint32_t>(w) & fdbits::kQuiet) && !quiet_young_now(w);
+    if (!(static_cast<std::uint32_t>(w) & fdbits::kKnown) || aged) [[unlikely]] {
         if (classify == nullptr) return {};
         const std::uint32_t seen =
             (static_cast<std::uint32_t>(w) & fdbits::kLooks) >> fdbits::kLookShift;
-        if (seen + 1 < std::min(looks, kMaxLooks)) {
+        if (!aged && seen + 1 < std::min(looks, kMaxLooks)) {
             // Not yet: one look more. A racing look or close may win the
             // word: then this look is not counted, which only delays the
             // classification by a call.
@@ -143,6 +145,10 @@ FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcep
     return {live(*b, fd), &cls, w};
 }
 
+bool FdTable::quiet_young_now(std::uint64_t word) noexcept {
+    return quiet_young(word, sys::coarse_ns());
+}
+
 FdState* FdTable::state(int fd) const noexcept {
     Block* b = block(fd);
     return b == nullptr ? nullptr : &b->state(index_in_block(fd));
@@ -158,6 +164,12 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     if (b == nullptr) return;
     std::atomic<std::uint64_t>& cls = b->cls(index_in_block(fd));
     std::uint64_t w = cls.load(kRelaxed);
+    // A quiet mark is left by a close (or anything else that forgets), and
+    // not stored again as it is: a shell that forks between its pipes
+    // writes nothing here from one $(...) to the next (fdbits::kQuiet).
+    if ((static_cast<std::uint32_t>(w) & fdbits::kQuiet) &&
+        (bits == 0 || bits == static_cast<std::uint32_t>(w)))
+        return;
     // Only what this process counted, and only state it wrote: a child
     // closing the fds it inherited touches no page of their state.
     FdState& s = b->state(index_in_block(fd));
@@ -209,6 +221,12 @@ void FdTable::set_pipe(int rfd, int wfd, bool nonblock) noexcept {
         fdbits::kKnown | fdbits::kPipe | fdbits::kMade | (nonblock ? fdbits::kNonBlock : 0u);
     store_fresh(rfd, made | fdbits::kReadable, nullptr);
     store_fresh(wfd, made | fdbits::kWritable, nullptr);
+}
+
+void FdTable::set_quiet(int rfd, int wfd, std::uint64_t now_ns) noexcept {
+    const std::uint32_t quiet = quiet_bits(now_ns);
+    store_fresh(rfd, quiet, nullptr);
+    store_fresh(wfd, quiet, nullptr);
 }
 
 void FdTable::set_dup(int oldfd, int newfd) noexcept {

@@ -92,6 +92,21 @@ inline constexpr std::uint32_t kLooks = 3u << kLookShift;
 // With kPipe: last seen in non-blocking mode (a spin that read O_NONBLOCK,
 // pipe2 or F_SETFL with it): its calls skip the spin (FdTable::set_nonblock).
 inline constexpr std::uint32_t kNonBlock = 1u << 10;
+// A quiet pipe (FdTable::set_quiet): made by pipe() where the process has
+// learnt that its new pipes are one-shots. Known, and not a pipe, while its
+// mark is young: its calls pass straight through, as a file's do, and
+// nothing about it is written again, not even by its close, which leaves
+// the mark (a stale mark on a reused number only passes that fd's calls
+// through for a few ms, which is always right). Once the mark is old (the
+// fd, or its number, lived on), the next look classifies the fd afresh. The
+// mark's time, coarse monotonic ns >> kQuietTickShift (4.2 ms), is kept in
+// the bits from kQuietShift up.
+inline constexpr std::uint32_t kQuiet = 1u << 11;
+inline constexpr int kQuietShift = 12;
+inline constexpr int kQuietTickShift = 22;
+inline constexpr std::uint32_t kQuietTicks = (1u << (32 - kQuietShift)) - 1;  // mask
+// Young: less than this many ticks old (12.6 to 16.8 ms).
+inline constexpr std::uint32_t kQuietYoungTicks = 4;
 }  // namespace fdbits
 
 struct FdInfo {
@@ -252,6 +267,25 @@ public:
     FdState* state(int fd) const noexcept;
     // pipe()/pipe2() returned these fds.
     void set_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
+    // pipe()/pipe2() returned these fds, and the process's new pipes have
+    // been one-shots (the engine's note_pipe()): both get a quiet mark of
+    // time now_ns (coarse monotonic; see fdbits::kQuiet), which is stored
+    // only where the fd's word does not already hold that very mark.
+    void set_quiet(int rfd, int wfd, std::uint64_t now_ns) noexcept;
+    // Is the word a quiet mark younger than kQuietYoungTicks at now_ns?
+    static bool quiet_young(std::uint64_t word, std::uint64_t now_ns) noexcept {
+        const auto bits = static_cast<std::uint32_t>(word);
+        if (!(bits & fdbits::kQuiet)) return false;
+        const std::uint32_t mark = bits >> fdbits::kQuietShift;
+        const auto tick = static_cast<std::uint32_t>(now_ns >> fdbits::kQuietTickShift);
+        // Modulo the field: a mark from the future (another clock's tick) is young.
+        const std::uint32_t age = (tick - mark) & fdbits::kQuietTicks;
+        return age < fdbits::kQuietYoungTicks || age > fdbits::kQuietTicks / 2;
+    }
+    static std::uint32_t quiet_bits(std::uint64_t now_ns) noexcept {
+        const auto tick = static_cast<std::uint32_t>(now_ns >> fdbits::kQuietTickShift);
+        return fdbits::kKnown | fdbits::kQuiet | ((tick & fdbits::kQuietTicks) << fdbits::kQuietShift);
+    }
     // newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): it
     // names the same file, so it is what oldfd is, and it starts from what
     // oldfd has learnt.
@@ -346,6 +380,8 @@ private:
     // The fd's state, its counters made this process's.
     FdState* live(Block& b, int fd) noexcept;
     FdInfo lookup_slow(int fd, Classifier classify, unsigned looks) noexcept;
+    // lookup_known() of a quiet word: is the mark still young (now)?
+    static bool quiet_young_now(std::uint64_t word) noexcept;
     void store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from) noexcept;
     void become_pipe(Block& b, int fd, const FdState* learnt_from) noexcept;
     // fn(block, first fd) for every mapped block.
@@ -434,7 +470,11 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
     const std::uint64_t w = cls.load(std::memory_order_acquire);
     constexpr std::uint32_t kKnownPipe = fdbits::kKnown | fdbits::kPipe;
     const std::uint32_t what = static_cast<std::uint32_t>(w) & kKnownPipe;
-    if (what == fdbits::kKnown) return {nullptr, &cls, w};  // known, not a pipe
+    if (what == fdbits::kKnown) {  // known, not a pipe (or quiet, while its mark is young)
+        if ((static_cast<std::uint32_t>(w) & fdbits::kQuiet) && !quiet_young_now(w)) [[unlikely]]
+            return {};
+        return {nullptr, &cls, w};
+    }
     FdState& s = b->state(fd);
     if (what == kKnownPipe &&
         s.gen.load(std::memory_order_relaxed) == process_gen().load(std::memory_order_relaxed))

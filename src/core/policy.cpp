@@ -174,6 +174,13 @@ void FreshPrior::Lane::observe(bool would_hit) noexcept {
                                   static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)));
 }
 
+bool FreshPrior::made_one_shot() const noexcept {
+    const auto& made = lanes_[static_cast<int>(Origin::Made)];
+    const int r = made[0].score.load(kRelaxed);
+    const int w = made[1].score.load(kRelaxed);
+    return std::max(r, w) <= 0 && std::min(r, w) <= -kQuietScore;
+}
+
 void FreshPrior::reset() noexcept {
     for (auto& origin : lanes_)
         for (Lane& l : origin) store_if_changed<std::int8_t>(l.score, 0);

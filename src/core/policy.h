@@ -125,12 +125,21 @@ public:
     static constexpr std::int8_t kScoreMax = 8;
     static constexpr std::int8_t kHitGain = 1;   // a first wait a spin caught (or would have)
     static constexpr std::int8_t kMissCost = 2;  // one it did not: spin only above 2/3 hits
+    // New pipes made here are quiet (FdTable::set_quiet) while one lane of
+    // Origin::Made is at or below -kQuietScore and neither spins: their
+    // first waits have ended long, two misses more than hits at least.
+    static constexpr std::int8_t kQuietScore = 4;
+    // One new pipe in kQuietSample is made as before, watched, so that the
+    // prior still learns while the rest are quiet.
+    static constexpr unsigned kQuietSample = 16;
     struct Lane {
         std::atomic<std::int8_t> score{0};
         bool spins() const noexcept { return score.load(std::memory_order_relaxed) > 0; }
         void observe(bool would_hit) noexcept;
     };
     Lane& lane(Origin o, int dir) noexcept { return lanes_[static_cast<int>(o)][dir & 1]; }
+    // Have the first waits of the pipes made here been long (see kQuietScore)?
+    bool made_one_shot() const noexcept;
     void reset() noexcept;
 
 private:

@@ -619,3 +619,149 @@ TEST_CASE("engine: a fd seen non-blocking skips the looks until it is seen block
         }
     }
 }
+
+// ---- quiet pipes: new pipes of a process whose new pipes were one-shots ------
+
+namespace {
+
+// A new pipe, as the pipe() wrapper records it (note_pipe).
+struct NewPipe {
+    int fds[2] = {-1, -1};
+    NewPipe() {
+        REQUIRE(::pipe(fds) == 0);
+        note_pipe(fds[0], fds[1]);
+    }
+    ~NewPipe() {
+        for (int fd : fds) {
+            ::close(fd);
+            // A close leaves a quiet mark (as the wrapper's forget() does);
+            // the next test's pipes on these numbers replace it.
+            fd_table().forget(fd);
+        }
+    }
+    bool quiet() const { return (fd_table().peek(fds[0]) & fdbits::kQuiet) != 0; }
+};
+
+// A wait of `wait_ns` on the pipe's read end as the engine sees it: the
+// call's look finds it empty, the real call (the caller's) returns after
+// wait_ns with a byte. Long waits are waited out on the clock: a wait is at
+// least that long however slow the machine.
+void one_wait(const NewPipe& p, std::uint64_t wait_ns) {
+    char c = 0;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    const std::uint64_t until = sys::now_ns() + wait_ns;
+    while (sys::now_ns() < until) {
+    }
+    after_call(plan, 1);
+}
+
+struct PriorReset {
+    ~PriorReset() { runtime().prior.reset(); }
+};
+
+}  // namespace
+
+TEST_CASE("engine: a process whose new pipes' first waits are long makes its new pipes quiet",
+          "[engine][fresh][quiet]") {
+    PipeFixture config(Mode::Adaptive, 50);  // nobody reads the counters
+    PriorReset reset;
+    runtime().prior.reset();
+    // A shell's $(...): each pipe's read waits long for the child to start,
+    // then for its EOF. The first pipe's two misses take the prior to -4:
+    // from the second on, new pipes are quiet (but for the sampled ones).
+    int first_quiet = 0;
+    for (int i = 1; i <= 40 && first_quiet == 0; ++i) {
+        NewPipe p;
+        if (p.quiet()) {
+            first_quiet = i;
+            break;
+        }
+        one_wait(p, 1'000'000);
+        one_wait(p, 1'000'000);
+    }
+    CAPTURE(first_quiet);
+    CHECK(first_quiet >= 2);
+    // The bound: one pipe's misses, and a run of sampled pipes.
+    CHECK(first_quiet <= 40);
+    // A quiet pipe's calls pass through: no look, no wait watched, nothing
+    // counted, its state untouched.
+    int quiet = 0, made = 0;
+    for (int i = 0; i < 400; ++i) {
+        NewPipe p;
+        if (!p.quiet()) {
+            ++made;  // a sample: watched as before, and it teaches the prior
+            CHECK(fd_table().lookup(p.fds[0], nullptr).can(Dir::Read));
+            one_wait(p, 1'000'000);
+            continue;
+        }
+        ++quiet;
+        const std::uint64_t w = fd_table().peek(p.fds[0]);
+        char c = 0;
+        Plan plan = before_read(p.fds[0], &c, 1);
+        CHECK(plan.action == Plan::Action::Call);
+        CHECK(plan.dir == nullptr);
+        CHECK_FALSE(plan.obs.watched);
+        CHECK_FALSE(plan.obs.spun);
+        after_call(plan, 1);
+        CHECK(fd_table().peek(p.fds[0]) == w);
+    }
+    CAPTURE(quiet, made);
+    // One in FreshPrior::kQuietSample by the clock's bits: about 25 of 400.
+    CHECK(made >= 1);
+    CHECK(made <= 100);
+    CHECK(runtime().prior.made_one_shot());
+}
+
+TEST_CASE("engine: quiet ends once new pipes answer at once", "[engine][fresh][quiet]") {
+    PipeFixture config(Mode::Adaptive, 50);
+    PriorReset reset;
+    runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+    // Each sampled pipe's short waits (+1 each) raise the prior: from the
+    // floor, 3 such pipes end quiet (-8 + 6 > -4).
+    int pipes = 0, sampled = 0;
+    for (; pipes < 2000 && runtime().prior.made_one_shot(); ++pipes) {
+        NewPipe p;
+        if (p.quiet()) continue;
+        ++sampled;
+        one_wait(p, 0);
+        one_wait(p, 0);
+    }
+    CAPTURE(pipes, sampled);
+    CHECK_FALSE(runtime().prior.made_one_shot());
+    CHECK(sampled <= 3);
+    NewPipe after;
+    CHECK_FALSE(after.quiet());
+}
+
+TEST_CASE("engine: no quiet pipes where the counters are read, in fixed mode, or for a ping-pong",
+          "[engine][fresh][quiet]") {
+    PriorReset reset;
+    auto any_quiet = [] {
+        for (int i = 0; i < 64; ++i) {
+            NewPipe p;
+            if (p.quiet()) return true;
+        }
+        return false;
+    };
+    {
+        PipeFixture config(Mode::Adaptive, 50, at_info());  // the exit report counts every call
+        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+        CHECK_FALSE(any_quiet());
+    }
+    {
+        PipeFixture config(Mode::Fixed, 50);
+        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+        CHECK_FALSE(any_quiet());
+    }
+    {
+        // A new process: nothing learnt yet (a ping-pong's pipes are
+        // watched, then spun on, from their first waits).
+        PipeFixture config(Mode::Adaptive, 50);
+        runtime().prior.reset();
+        CHECK_FALSE(any_quiet());
+        // A lane that spins keeps every new pipe as before.
+        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+        runtime().prior.lane(Origin::Made, 1).score.store(1);
+        CHECK_FALSE(any_quiet());
+    }
+}

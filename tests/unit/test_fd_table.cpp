@@ -4,6 +4,7 @@
 
 #include "core/fd_table.h"
 #include "owned_table.h"
+#include "platform/sys.h"
 
 using namespace pipespin;
 
@@ -412,4 +413,91 @@ TEST_CASE_METHOD(Fixture, "a forked child does not report what its parent's clos
     bump(t.lookup(3, nullptr).state->dir[0].calls, 1);
     t.forget(3);
     CHECK(snapshot_calls(t, StatDir::Read) == 1);
+}
+
+// ---- quiet pipes (fdbits::kQuiet) --------------------------------------------
+
+namespace {
+
+constexpr std::uint64_t kMs = 1'000'000;
+constexpr std::uint64_t kTick = 1ull << fdbits::kQuietTickShift;
+
+// A mark the lookups (which read the coarse clock) see as young whatever
+// the machine's delays: one from the future, as another clock's tick may
+// be. And one they see as old.
+std::uint64_t young_mark() {
+    return sys::coarse_ns() + 1000 * kMs;
+}
+std::uint64_t old_mark() {
+    return sys::coarse_ns() - 1000 * kMs;
+}
+
+}  // namespace
+
+TEST_CASE("a quiet mark is young for 3 to 4 ticks of its clock, a mark from the future too",
+          "[fd_table][quiet]") {
+    const std::uint64_t t0 = 1000 * kTick;  // at a tick's start
+    const std::uint64_t w = FdTable::quiet_bits(t0);
+    CHECK(FdTable::quiet_young(w, t0));
+    CHECK(FdTable::quiet_young(w, t0 + 3 * kTick + kTick / 2));
+    CHECK_FALSE(FdTable::quiet_young(w, t0 + 4 * kTick));
+    CHECK_FALSE(FdTable::quiet_young(w, t0 + 1000 * kMs));
+    CHECK(FdTable::quiet_young(w, t0 - 3 * kTick));
+    // Not quiet at all: never young.
+    CHECK_FALSE(FdTable::quiet_young(kReadPipe, t0));
+    // The field wraps (every 73 min): a mark that old reads young again,
+    // for a few ms, which only passes that fd's calls through.
+    CHECK(FdTable::quiet_young(w, t0 + (std::uint64_t{fdbits::kQuietTicks} + 1) * kTick));
+}
+
+TEST_CASE_METHOD(Fixture, "a quiet pipe passes its calls through, and nothing about it is written again",
+          "[fd_table][quiet]") {
+    Fake::answer[3] = kReadPipe;
+    const std::uint64_t mark = young_mark();
+    t.set_quiet(3, 4, mark);
+    const std::uint64_t w3 = t.peek(3);
+    CHECK((w3 & fdbits::kQuiet) != 0);
+    // Known, not a pipe: no classification, no look counted.
+    for (int i = 0; i < 4; ++i) {
+        const FdInfo info = t.lookup(3, Fake::classify, 3);
+        CHECK(info.cls != nullptr);
+        CHECK_FALSE(info.pipe());
+    }
+    CHECK(t.lookup_known(3).cls != nullptr);
+    CHECK(Fake::calls == 0);
+    // A close leaves the mark, generation and all; so does a close_range,
+    // and a new quiet pipe with the same mark stores nothing.
+    t.forget(3);
+    t.forget_range(0, 100);
+    t.set_quiet(3, 4, mark);
+    CHECK(t.peek(3) == w3);
+    CHECK(t.lookup(3, Fake::classify, 3).cls != nullptr);
+    CHECK(Fake::calls == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its next look", "[fd_table][quiet]") {
+    Fake::answer[3] = kReadPipe;
+    t.set_quiet(3, 4, old_mark());
+    CHECK(t.lookup_known(3).cls == nullptr);  // ask the full lookup
+    CHECK_FALSE(t.lookup(3, nullptr).pipe());  // no classifier: unknown
+    // At once, not on a third look: the fd has lived on.
+    const FdInfo info = t.lookup(3, Fake::classify, 3);
+    CHECK(info.can(Dir::Read));
+    CHECK(Fake::calls == 1);
+    CHECK((t.peek(3) & fdbits::kQuiet) == 0);
+}
+
+TEST_CASE_METHOD(Fixture, "a pipe() or a dup of a known fd replaces a quiet mark; a dup of a quiet fd is quiet",
+          "[fd_table][quiet]") {
+    t.set_quiet(3, 4, young_mark());
+    t.set_pipe(3, 4);
+    CHECK(t.lookup(3, Fake::classify).can(Dir::Read));
+    CHECK(t.lookup(4, Fake::classify).can(Dir::Write));
+    t.set_quiet(5, 6, young_mark());
+    t.set_dup(6, 9);  // dup2(quiet write end, 9): what a $(...) child does onto stdout
+    CHECK(static_cast<std::uint32_t>(t.peek(9)) == static_cast<std::uint32_t>(t.peek(6)));
+    CHECK_FALSE(t.lookup(9, Fake::classify).pipe());
+    t.set_dup(3, 5);  // dup2(pipe, quiet number)
+    CHECK(t.lookup(5, Fake::classify).can(Dir::Read));
+    CHECK(Fake::calls == 0);
 }
