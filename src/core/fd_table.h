@@ -284,7 +284,8 @@ public:
     }
     static std::uint32_t quiet_bits(std::uint64_t now_ns) noexcept {
         const auto tick = static_cast<std::uint32_t>(now_ns >> fdbits::kQuietTickShift);
-        return fdbits::kKnown | fdbits::kQuiet | ((tick & fdbits::kQuietTicks) << fdbits::kQuietShift);
+        return fdbits::kKnown | fdbits::kQuiet |
+               ((tick & fdbits::kQuietTicks) << fdbits::kQuietShift);
     }
     // newfd is now a duplicate of oldfd (dup, dup2, dup3, F_DUPFD): it
     // names the same file, so it is what oldfd is, and it starts from what

@@ -450,8 +450,9 @@ TEST_CASE("a quiet mark is young for 3 to 4 ticks of its clock, a mark from the 
     CHECK(FdTable::quiet_young(w, t0 + (std::uint64_t{fdbits::kQuietTicks} + 1) * kTick));
 }
 
-TEST_CASE_METHOD(Fixture, "a quiet pipe passes its calls through, and nothing about it is written again",
-          "[fd_table][quiet]") {
+TEST_CASE_METHOD(Fixture,
+                 "a quiet pipe passes its calls through, and nothing about it is written again",
+                 "[fd_table][quiet]") {
     Fake::answer[3] = kReadPipe;
     const std::uint64_t mark = young_mark();
     t.set_quiet(3, 4, mark);
@@ -475,10 +476,11 @@ TEST_CASE_METHOD(Fixture, "a quiet pipe passes its calls through, and nothing ab
     CHECK(Fake::calls == 0);
 }
 
-TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its next look", "[fd_table][quiet]") {
+TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its next look",
+                 "[fd_table][quiet]") {
     Fake::answer[3] = kReadPipe;
     t.set_quiet(3, 4, old_mark());
-    CHECK(t.lookup_known(3).cls == nullptr);  // ask the full lookup
+    CHECK(t.lookup_known(3).cls == nullptr);   // ask the full lookup
     CHECK_FALSE(t.lookup(3, nullptr).pipe());  // no classifier: unknown
     // At once, not on a third look: the fd has lived on.
     const FdInfo info = t.lookup(3, Fake::classify, 3);
@@ -487,8 +489,9 @@ TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its ne
     CHECK((t.peek(3) & fdbits::kQuiet) == 0);
 }
 
-TEST_CASE_METHOD(Fixture, "a pipe() or a dup of a known fd replaces a quiet mark; a dup of a quiet fd is quiet",
-          "[fd_table][quiet]") {
+TEST_CASE_METHOD(
+    Fixture, "a pipe() or a dup of a known fd replaces a quiet mark; a dup of a quiet fd is quiet",
+    "[fd_table][quiet]") {
     t.set_quiet(3, 4, young_mark());
     t.set_pipe(3, 4);
     CHECK(t.lookup(3, Fake::classify).can(Dir::Read));
