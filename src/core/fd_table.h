@@ -13,7 +13,9 @@
 // pipe, its pipe() and its close write one page (a process that forks pays
 // a copy-on-write fault per page it writes after each fork), and the
 // kernel backs a page only when it is first written: a process with a few
-// pipes at low fds uses one or two pages. The first block (fds 0-511,
+// pipes at low fds uses one or two pages. A quiet pipe (fdbits::kQuiet:
+// made where the process's new pipes have been one-shots) writes its class
+// words at pipe() and never again. The first block (fds 0-511,
 // where nearly every process's pipes are) is part of the table, in .bss,
 // so it costs no system call either; the others are anonymous mmaps. Blocks are never
 // unmapped (a racing call may still read one), and there is no ceiling on
