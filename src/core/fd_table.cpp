@@ -166,9 +166,12 @@ void FdTable::store_fresh(int fd, std::uint32_t bits, const FdState* learnt_from
     std::uint64_t w = cls.load(kRelaxed);
     // A quiet mark is left by a close (or anything else that forgets), and
     // not stored again as it is: a shell that forks between its pipes
-    // writes nothing here from one $(...) to the next (fdbits::kQuiet).
-    if ((static_cast<std::uint32_t>(w) & fdbits::kQuiet) &&
-        (bits == 0 || bits == static_cast<std::uint32_t>(w)))
+    // writes nothing here from one $(...) to the next (fdbits::kQuiet). Not
+    // where the number has been given an aux word since (an epoll fd on it):
+    // that is cleared as for any fd.
+    const auto now_bits = static_cast<std::uint32_t>(w);
+    if ((now_bits & (fdbits::kQuiet | fdbits::kHasAux)) == fdbits::kQuiet &&
+        (bits == 0 || bits == now_bits))
         return;
     // Only what this process counted, and only state it wrote: a child
     // closing the fds it inherited touches no page of their state.

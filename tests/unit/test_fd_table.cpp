@@ -474,6 +474,11 @@ TEST_CASE_METHOD(Fixture,
     CHECK(t.peek(3) == w3);
     CHECK(t.lookup(3, Fake::classify, 3).cls != nullptr);
     CHECK(Fake::calls == 0);
+    // A number given an aux word since (epoll_create got it) forgets as any.
+    t.aux(4, true)->store(42);
+    t.forget(4);
+    CHECK(t.aux(4, false) == nullptr);
+    CHECK((t.peek(4) & fdbits::kQuiet) == 0);
 }
 
 TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its next look",
