@@ -360,22 +360,39 @@ int usable_cpus() {
     return CPU_COUNT(&set);
 }
 
-int reload_case(Wait op) {
-    const char* path = std::getenv("PIPESPIN_CONFIG");
+// What the reload cases start from: the config file run.sh made
+// (PIPESPIN_CONFIG), and a pipe nobody writes whose waits spin where the
+// mode lets them (a 1 ms hint: the first spin wraps the handlers). status
+// is nonzero where the case cannot run: the helper's exit status.
+struct ReloadSetup {
+    const char* path = nullptr;
+    int empty[2] = {-1, -1};
+    int status = 0;
+};
+
+ReloadSetup reload_setup() {
+    ReloadSetup r;
+    r.path = std::getenv("PIPESPIN_CONFIG");
     const char* rel = std::getenv("REL_CONFIG");
-    if (path == nullptr || path[0] == '\0' || rel == nullptr || std::strcmp(rel, "reload") != 0) {
+    if (r.path == nullptr || r.path[0] == '\0' || rel == nullptr ||
+        std::strcmp(rel, "reload") != 0) {
         std::fprintf(stderr, "signals reload-*: run it with run.sh --config reload\n");
-        return 2;
-    }
-    if (usable_cpus() < 2) {
+        r.status = 2;
+    } else if (usable_cpus() < 2) {
         std::printf("SKIP: one usable CPU: the shim never spins, so it never wraps a handler\n");
-        return 77;
+        r.status = 77;
+    } else {
+        make_pipe(r.empty);
+        CHECK_EQ(pipespin_fd_hint(r.empty[0], PIPESPIN_READ, 1000), 0);
     }
-    int empty[2];
-    make_pipe(empty);
-    // Each wait for a reload spins where the mode lets it (the first spin
-    // wraps the handlers).
-    CHECK_EQ(pipespin_fd_hint(empty[0], PIPESPIN_READ, 1000), 0);
+    return r;
+}
+
+int reload_case(Wait op) {
+    const ReloadSetup setup = reload_setup();
+    if (setup.status != 0) return setup.status;
+    const char* path = setup.path;
+    const int* empty = setup.empty;
     auto phases = [&](const Variant& v, const char* mode) {
         PROGRESS("installed in mode off, then %s", mode);
         install_variant(v);
@@ -420,19 +437,10 @@ void quiet_handler(int) {}
 // re-entry guard set passes all its calls through, and never reloads
 // either.
 int reload_jump_case() {
-    const char* path = std::getenv("PIPESPIN_CONFIG");
-    const char* rel = std::getenv("REL_CONFIG");
-    if (path == nullptr || path[0] == '\0' || rel == nullptr || std::strcmp(rel, "reload") != 0) {
-        std::fprintf(stderr, "signals reload-jump: run it with run.sh --config reload\n");
-        return 2;
-    }
-    if (usable_cpus() < 2) {
-        std::printf("SKIP: one usable CPU: the shim never spins, so it never wraps a handler\n");
-        return 77;
-    }
-    int empty[2];
-    make_pipe(empty);
-    CHECK_EQ(pipespin_fd_hint(empty[0], PIPESPIN_READ, 1000), 0);
+    const ReloadSetup setup = reload_setup();
+    if (setup.status != 0) return setup.status;
+    const char* path = setup.path;
+    const int* empty = setup.empty;
     sigset_t alarm_set;
     sigemptyset(&alarm_set);
     sigaddset(&alarm_set, SIGALRM);
