@@ -34,17 +34,17 @@ FdTable& fd_table() noexcept {
 // would be a write) is made as before, so that the prior goes on learning
 // from watched waits and turns quiet off when new pipes start to answer.
 namespace {
-bool quiet_pipe(std::uint64_t now) noexcept {
+bool quiet_pipe() noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
     return g_runtime.mode.load(kRelaxed) == Mode::Adaptive &&
            g_runtime.classify_looks.load(kRelaxed) > 1 && g_runtime.prior.made_one_shot() &&
-           ((now >> 6) % FreshPrior::kQuietSample) != 0;
+           ((sys::now_ns() >> 6) % FreshPrior::kQuietSample) != 0;
 }
 }  // namespace
 
 void note_pipe(int rfd, int wfd, bool nonblock) noexcept {
     if (g_runtime.inert.load(std::memory_order_relaxed)) return;
-    if (quiet_pipe(sys::now_ns()))
+    if (quiet_pipe())
         table().set_quiet(rfd, wfd, sys::coarse_ns());
     else
         table().set_pipe(rfd, wfd, nonblock);
