@@ -426,9 +426,9 @@ void jump_handler(int) {
 void quiet_handler(int) {}
 
 // A program whose SIGALRM handler siglongjmps out of whatever it
-// interrupted, every 100 µs, while its poll calls give the shim its
-// chances to reload a config file rewritten before each of them (mode off,
-// a new spin_us: every reload reads and applies the file, and logs a line).
+// interrupted, every 250 µs, while its poll calls give the shim its
+// chances to reload a config file rewritten every 2 ms (mode off, a new
+// spin_us: every reload reads and applies the file, and logs a line).
 // Jumps land in the shim's reload and in its log line, which are in the
 // program's call. Then the shim must still reload: the file turns to
 // fixed, where the kernel must come to hold a trampoline in front of the
