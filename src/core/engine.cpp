@@ -32,11 +32,12 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
-// How one read or write looks at its fd. With the nowait probe the look is
-// a non-blocking attempt of the very call the program made (preadv2 or
-// pwritev2 with RWF_NOWAIT): when it succeeds it is the answer, so a hit
-// costs no extra syscall. Where the kernel refuses RWF_NOWAIT (kernels
-// before 6.4, FIFOs opened by path, spliced pipes) the fd falls back to poll.
+// How one read or write looks at its fd. For a read with the nowait probe
+// (wait_io() says when) the look is a non-blocking attempt of the very call
+// the program made (preadv2 with RWF_NOWAIT): when it succeeds it is the
+// answer, so a hit costs no extra syscall. Where the kernel refuses
+// RWF_NOWAIT (kernels before 6.4, FIFOs opened by path, spliced pipes) the
+// fd falls back to poll. A write's look is always a probe.
 struct Looker {
     const Fd& on;
     short events;
@@ -50,12 +51,9 @@ struct Looker {
 
     Look operator()(unsigned iteration) noexcept {
         if (nowait) {
-            long r = iov != nullptr           ? sys::readv_nowait(on.fd, iov, iovcnt)
-                     : events == sys::kPollIn ? sys::read_nowait(on.fd, buf, n)
-                                              : sys::write_nowait(on.fd, buf, n);
-            // EPIPE: the kernel already raised SIGPIPE; the program must see
-            // this very result, not a second write.
-            if (r >= 0 || r == -EPIPE) {
+            long r = iov != nullptr ? sys::readv_nowait(on.fd, iov, iovcnt)
+                                    : sys::read_nowait(on.fd, buf, n);
+            if (r >= 0) {
                 result = r;
                 return Look::Answer;
             }
@@ -162,7 +160,10 @@ bool plain_inline_on() noexcept {
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
+    std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
+    if (budget != 0 && dir == Dir::Write &&
+        SpinPolicy::skips_write_look(st.policy, params, st.calls.load(std::memory_order_relaxed)))
+        budget = 0;
     if (budget != 0) return {info.state, budget};
     if (!settle_early(st, params)) return {info.state, 0};
     // Counted: if the run of not spinning goes on, the fast lane counts
@@ -252,10 +253,17 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
 
     const bool reading = dir == Dir::Read;
     const Probe probe = g_runtime.probe.load(std::memory_order_relaxed);
-    // Up to PIPE_BUF a pipe write is all or nothing, so a non-blocking try
-    // either is the complete answer or changed nothing; larger writes may
-    // be split, so they are only probed.
-    const bool nowait = probe == Probe::Nowait && info.nowait_ok() && (reading || n <= PIPE_BUF);
+    // A look must not change what the real call does, whatever the fd
+    // table believes (docs/policy.md, "What a look may do"). A write is
+    // never tried: on a number the table wrongly takes for a pipe (closed
+    // where the shim could not see it, and reused by a socket) a
+    // non-blocking try may send part of what the program asked to send,
+    // which a blocking write never returns. A read is tried only while
+    // every close of the process passes through the shim (fds_trusted()):
+    // on a pipe, or on whatever a seen close let the number become
+    // (classified afresh), a non-blocking read returns what the blocking
+    // one would have, at once.
+    const bool nowait = reading && probe == Probe::Nowait && info.nowait_ok() && fds_trusted();
     const Fd on{fd, info};
     Looker look{on,
                 reading ? sys::kPollIn : sys::kPollOut,
@@ -269,7 +277,9 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
     // The look may be the call itself (nowait): a cancellation point first,
     // as the call is at its entry, before anything is consumed or written.
     if (nowait) sys::test_cancel();
-    switch (look(0)) {
+    const Look first = look(0);
+    if (!reading) SpinPolicy::on_write_look(st.policy, first != Look::Pending);
+    switch (first) {
         case Look::Answer:
             return done(&st, look.result);
         case Look::Ready:

@@ -112,6 +112,15 @@ struct Runtime {
     // (FdTable::used_mark): until then closes and dups have nothing in it
     // to keep true (io_table_kept()).
     std::atomic<bool> table_used{false};
+    // Every close, dup and fd-sharing clone of this process (and of its
+    // parents since their exec) went through the shim's hooks: the fd
+    // table may lag behind a close that libc made internally but nothing
+    // else. Cleared for good (fds_unseen()) by a raw close, dup or clone
+    // through syscall(), or a clone that shares the fd table but not the
+    // memory (or the memory but not the fd table): from then on an entry
+    // may name a number whose file changed unseen, and reads are not tried
+    // on a look (engine.cpp, wait_io()).
+    std::atomic<bool> fds_all_seen{true};
     // A fast lane has been armed in this process or a parent (the table's
     // fast_armed(), on this line, which every wrapper reads first: until
     // then io_counted_fast() reads nothing of the table).
@@ -196,6 +205,11 @@ FdTable& fd_table() noexcept;
 // records them (not in an inert process, which tracks nothing: see
 // Runtime::inert).
 void note_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
+
+// The process's fds may change where the shim cannot see it (a raw close,
+// dup or clone through syscall(), a clone sharing the fd table but not the
+// memory): Runtime::fds_all_seen, for good.
+void fds_unseen() noexcept;
 
 // The program reads its counters (pipespin_get_stats): from now on every
 // call of every pipe is counted, a fd not made by pipe() from its first.

@@ -51,6 +51,11 @@ inline FdInfo look_up(int fd) noexcept {
                           g_runtime.classify_looks.load(std::memory_order_relaxed));
 }
 
+// Runtime::fds_all_seen: may a read's look be the read itself?
+inline bool fds_trusted() noexcept {
+    return g_runtime.fds_all_seen.load(std::memory_order_relaxed);
+}
+
 // The fd's origin and direction in the process's fresh-fd prior.
 inline FreshPrior::Lane& lane_of(const FdInfo& info, Dir dir) noexcept {
     return g_runtime.prior.lane(info.origin(), static_cast<int>(dir));

@@ -50,6 +50,11 @@ void note_pipe(int rfd, int wfd, bool nonblock) noexcept {
         table().set_pipe(rfd, wfd, nonblock);
 }
 
+void fds_unseen() noexcept {
+    if (g_runtime.fds_all_seen.load(std::memory_order_relaxed))
+        g_runtime.fds_all_seen.store(false, std::memory_order_relaxed);
+}
+
 void after_fork_child(bool counters_read) noexcept {
     if (counters_read) table().new_process();
 }

@@ -132,6 +132,16 @@ FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcep
                                         std::memory_order_acq_rel);
             return {};
         }
+        if (aged) {
+            // A close leaves a quiet mark as it is (store_fresh()), so a
+            // close and a new file on the number while the fd is looked at
+            // would not stop the answer from being stored. The mark first
+            // becomes an unknown word of a new generation, which a close
+            // bumps as it bumps any word.
+            const std::uint64_t unknown = next_gen(w) | (w & fdbits::kHasAux);
+            if (!cls.compare_exchange_strong(w, unknown, std::memory_order_acq_rel)) return {};
+            w = unknown;
+        }
         const std::uint32_t bits = classify(fd);
         if (bits == 0) return {};
         const std::uint64_t fresh = (w & ~0xffffffffull) | (w & fdbits::kHasAux) | bits;

@@ -68,7 +68,8 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")    \
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped") \
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                 \
-    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")
+    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)") \
+    X(std::uint8_t, room_looks, "write looks in a row that found room (saturating)")
 
 // The program's hint for one direction of a fd (pipespin_fd_hint() in
 // include/pipespin/pipespin.h), as PolicyState::hint holds it: 0 none (the
@@ -240,6 +241,23 @@ public:
     // became a cross-CPU wake-up).
     static constexpr std::uint64_t kDriftFactor = 4;
 
+    // A write's look is a zero-timeout poll, never the write itself (a
+    // stale fd table could make a try of it send part of what the program
+    // asked to send: docs/policy.md, "What a look may do"), so a look that
+    // finds room costs a system call the program does not make. Where the
+    // budget is not learnt (fixed mode, a hinted fd), a write direction
+    // whose last kRoomLooks looks all found room looks only on one call in
+    // kRoomSample: its pipe keeps room, and a pipe that fills up is seen
+    // within kRoomSample writes. Learning fds measure instead (a TrySpin
+    // epoch whose writes never wait ends early, and Plain does not look).
+    static constexpr std::uint8_t kRoomLooks = 8;
+    static constexpr std::uint64_t kRoomSample = 16;
+    // Does this write (the fd direction's calls so far: `calls`) go without
+    // its look, counted as a call that does not spin?
+    static bool skips_write_look(const PolicyState& s, const PolicyParams& p,
+                                 std::uint64_t calls) noexcept;
+    // A write's first look found room (or not).
+    static void on_write_look(PolicyState& s, bool room) noexcept;
     // budget_ns() for a fresh fd whose prior says not to spin: look first
     // (a wait must be seen to be timed), do not spin, time the real call.
     static constexpr std::uint64_t kWatchOnly = 1;

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -521,4 +522,22 @@ PIPESPIN_EXPORT pid_t fork() noexcept {
     resolve_before_fork();
     (void)in_vfork_child();
     return real_fork.tail_call();
+}
+
+// A task that shares the fd table but not the memory (CLONE_FILES without
+// CLONE_VM) closes fds where this process's table does not see it; one
+// that shares the memory but not the fds records its own fds in this
+// table. Either way the table may go stale, for good (fds_unseen()), in
+// the child too (it starts from the parent's memory). The optional
+// arguments are passed on as they came: glibc reads each only for the flag
+// that asks for it.
+PIPESPIN_EXPORT int clone(int (*fn)(void*), void* stack, int flags, void* arg, ...) noexcept {
+    va_list ap;
+    va_start(ap, arg);
+    pid_t* parent_tid = va_arg(ap, pid_t*);
+    void* tls = va_arg(ap, void*);
+    pid_t* child_tid = va_arg(ap, pid_t*);
+    va_end(ap);
+    if (((flags & CLONE_FILES) != 0) != ((flags & CLONE_VM) != 0)) fds_unseen();
+    return real_clone.get()(fn, stack, flags, arg, parent_tid, tls, child_tid);
 }

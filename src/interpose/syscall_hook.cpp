@@ -3,12 +3,19 @@
 // the stack included, and with no frame of the shim's left on the stack
 // (a raw clone or vfork through syscall() returns twice).
 //
-// It exists for one number: seccomp(2), which glibc has no wrapper for, and
-// which a privileged process (CAP_SYS_ADMIN) may call without setting
-// no_new_privs first (prctl, which the shim watches, hooks.cpp). Installing
-// a filter (SECCOMP_SET_MODE_FILTER, or STRICT) makes the shim step aside
-// first, as prctl does (before_sandbox(), init.cpp): after it, a system call
-// the program does not make itself may kill the program.
+// It exists for two kinds of numbers:
+//   - seccomp(2), which glibc has no wrapper for, and which a privileged
+//     process (CAP_SYS_ADMIN) may call without setting no_new_privs first
+//     (prctl, which the shim watches, hooks.cpp). Installing a filter
+//     (SECCOMP_SET_MODE_FILTER, or STRICT) makes the shim step aside first,
+//     as prctl does (before_sandbox(), init.cpp): after it, a system call
+//     the program does not make itself may kill the program;
+//   - the calls that change what an fd number names behind the fd table's
+//     back (close, close_range, dup2, dup3, io_uring_setup, whose ring can
+//     close fds) or that share the fd table with memory the shim does not
+//     share (clone with CLONE_FILES but not CLONE_VM or the reverse,
+//     clone3, vfork): from then on the table may be stale, and no look is
+//     a try of the read itself (fds_unseen(), core/engine.h).
 //
 // The stub saves the six argument registers, calls
 // pipespin_syscall_prepare(number, first argument), which steps aside when
@@ -17,8 +24,10 @@
 // x86_64 only (hooks.def): elsewhere syscall() is not hooked, and a
 // privileged process that installs a filter with it is not seen.
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <sys/syscall.h>
 
+#include "core/engine.h"
 #include "interpose/real.h"
 
 #if defined(__x86_64__)
@@ -26,11 +35,37 @@
 using namespace pipespin;
 using namespace pipespin::interpose;
 
+namespace {
+
+// clone flags that share the fd table and the memory unequally: the other
+// task's closes do not reach this table, or its fds land in it.
+bool shares_fds_unequally(long flags) noexcept {
+    return ((flags & CLONE_FILES) != 0) != ((flags & CLONE_VM) != 0);
+}
+
+}  // namespace
+
 extern "C" [[gnu::visibility("hidden"), gnu::used]] void* pipespin_syscall_prepare(
     long number, long op) noexcept {
-    if (number == SYS_seccomp && (op == SECCOMP_SET_MODE_FILTER || op == SECCOMP_SET_MODE_STRICT))
-        [[unlikely]]
-        before_sandbox();
+    switch (number) {
+        case SYS_seccomp:
+            if (op == SECCOMP_SET_MODE_FILTER || op == SECCOMP_SET_MODE_STRICT) before_sandbox();
+            break;
+        case SYS_clone:
+            if (shares_fds_unequally(op)) fds_unseen();
+            break;
+        case SYS_close:
+        case SYS_close_range:
+        case SYS_dup2:
+        case SYS_dup3:
+        case SYS_clone3:  // its flags are in the program's memory, unread
+        case SYS_vfork:
+        case SYS_io_uring_setup:
+            fds_unseen();
+            break;
+        default:
+            break;
+    }
     return reinterpret_cast<void*>(real_syscall.get());
 }
 

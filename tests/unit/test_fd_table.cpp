@@ -494,6 +494,22 @@ TEST_CASE_METHOD(Fixture, "a quiet mark grown old is classified afresh on its ne
     CHECK((t.peek(3) & fdbits::kQuiet) == 0);
 }
 
+TEST_CASE_METHOD(Fixture,
+                 "a quiet mark grown old, closed while it is classified: the answer is dropped",
+                 "[fd_table][quiet]") {
+    // A close leaves a quiet mark as it is; a classification that a close
+    // (and a socket on the number) raced must still not be stored.
+    Fake::answer[3] = kReadPipe;
+    t.set_quiet(3, 4, old_mark());
+    Fake::close_during = 3;
+    CHECK_FALSE(t.lookup(3, Fake::classify).pipe());
+    CHECK((t.peek(3) & fdbits::kPipe) == 0);
+    Fake::close_during = -1;
+    Fake::answer[3] = fdbits::kKnown;  // the number now names a socket
+    CHECK_FALSE(t.lookup(3, Fake::classify).pipe());
+    CHECK(Fake::calls == 2);
+}
+
 TEST_CASE_METHOD(
     Fixture, "a pipe() or a dup of a known fd replaces a quiet mark; a dup of a quiet fd is quiet",
     "[fd_table][quiet]") {
