@@ -50,8 +50,9 @@ LogFn sink() noexcept {
 
 std::atomic<bool> g_stderr_released{false};
 
-void fallback(int fd, LogLevel level, const char* message) noexcept {
-    if (fd == 2 && g_stderr_released.load(std::memory_order_relaxed)) return;
+// Returns what the write returned (0 when there was nothing to write).
+long fallback(int fd, LogLevel level, const char* message) noexcept {
+    if (fd == 2 && g_stderr_released.load(std::memory_order_relaxed)) return 0;
     char line[1024];
     std::size_t n = 0;
     auto put = [&](const char* s) {
@@ -63,7 +64,9 @@ void fallback(int fd, LogLevel level, const char* message) noexcept {
     put(": ");
     put(message);
     line[n++] = '\n';
-    sys::write(fd, line, n);
+    // The program's stderr may be a pipe nobody reads: a little wait for
+    // room, then the line is dropped.
+    return sys::write_out(fd, line, n, fd == 2 ? sys::kStderrWaitMs : -1);
 }
 
 // The log file's path ("" for stderr), under a sequence lock: a reload may
@@ -89,6 +92,21 @@ void read_path(char (&out)[kPathMax]) noexcept {
         }
     }
     out[0] = '\0';
+}
+
+// The log file refused a line (EFBIG past RLIMIT_FSIZE, ENOSPC, ...): the
+// line goes to stderr, with one warning per path.
+void unwritable_log(long err, LogLevel level, const char* message) noexcept {
+    if (!g_path_warned.exchange(true)) {
+        char path[kPathMax];
+        read_path(path);
+        const char* why = strerrorname_np(static_cast<int>(err));
+        char line[kPathMax + 96];
+        std::snprintf(line, sizeof line, "cannot write to log_file '%s' (%s); messages go to stderr",
+                      path, why != nullptr ? why : "error");
+        fallback(2, LogLevel::Warn, line);
+    }
+    fallback(2, level, message);
 }
 
 // The fd this message goes to: 2, or the log file opened for it (closed by
@@ -146,16 +164,23 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
         if (n == kMaxWarnings) message = "further warnings suppressed";
     }
     // Signals wait for the line: a handler's siglongjmp out of it would leave
-    // t_busy set (as in reload(), settings.cpp).
-    sys::SignalsBlocked quiet;
+    // t_busy set (as in reload(), settings.cpp); and what the line's write
+    // raises (SIGPIPE, SIGXFSZ) is not delivered (sys::OutputGuard).
+    const sys::OutputGuard quiet;
     interpose::BusyScope busy;  // the sink's own I/O must not come back here
     const int fd = open_destination();
     // Inside a program's call only raw syscalls: no dlopen, no lock, no
     // cancellation point (the line is the same).
     if (fd == 2 && stderr_released()) return;
+    // The program's stderr may be a pipe nobody reads: the line waits a
+    // little for room, then is dropped, never holding the host (the sink
+    // writes it whole: a line is far below PIPE_BUF).
+    if (fd == 2 && !sys::wait_for_room(2, sys::kStderrWaitMs)) return;
     LogFn fn = may_load ? sink() : nullptr;
-    if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0)
-        fallback(fd, level, message);
+    if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0) {
+        const long w = fallback(fd, level, message);
+        if (w < 0 && fd != 2) unwritable_log(-w, level, message);
+    }
     if (fd != 2) sys::close(fd);
 }
 

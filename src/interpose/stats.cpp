@@ -218,16 +218,16 @@ int open_dest(const TextValue& dest, int& fd) noexcept {
     return 0;
 }
 
-// One line, one write(2).
+// One line, one write(2), which can neither kill the host (SIGPIPE,
+// SIGXFSZ) nor hold it on a stderr nobody reads (sys::OutputGuard,
+// sys::write_out).
 int write_line(const TextValue& dest, const char* line, std::size_t n) noexcept {
+    const sys::OutputGuard guard;
     int fd;
     if (const int err = open_dest(dest, fd); err != 0) return err;
     const bool opened = fd != 2;
     if (!opened && report::stderr_released()) return 0;  // fd 2 is not stderr now
-    long w;
-    do {
-        w = sys::write(fd, line, n);
-    } while (w == -EINTR);
+    const long w = sys::write_out(fd, line, n, opened ? -1 : sys::kStderrWaitMs);
     if (opened) sys::close(fd);
     if (w < 0) return static_cast<int>(-w);
     return static_cast<std::size_t>(w) == n ? 0 : EIO;  // a short write: the line is torn

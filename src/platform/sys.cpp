@@ -89,6 +89,60 @@ long change_sigmask(int how, const void* set, std::uint64_t* old) noexcept {
                8);
 }
 
+namespace {
+constexpr std::uint64_t signal_bit(int sig) {
+    return 1ull << (sig - 1);
+}
+// What the shim's own writes may raise.
+constexpr std::uint64_t kOutputSignals = signal_bit(SIGPIPE) | signal_bit(SIGXFSZ);
+
+std::uint64_t pending_signals() noexcept {
+    std::uint64_t set = 0;
+    return raw(SYS_rt_sigpending, reinterpret_cast<long>(&set), 8) == 0 ? set : 0;
+}
+}  // namespace
+
+OutputGuard::OutputGuard() noexcept {
+    const std::uint64_t all = ~0ull;
+    blocked_ = change_sigmask(SIG_SETMASK, &all, &saved_) == 0;
+    // A signal the thread did not block cannot be pending on it: only
+    // where the program blocks one is there something to keep.
+    if (blocked_ && (saved_ & kOutputSignals) != 0)
+        pending_before_ = pending_signals() & kOutputSignals;
+}
+
+OutputGuard::~OutputGuard() {
+    if (!blocked_) return;
+    std::uint64_t raised = pending_signals() & kOutputSignals & ~pending_before_;
+    const timespec zero{0, 0};
+    while (raised != 0) {
+        // The kernel sent them to this thread: the wait takes this thread's first.
+        const std::uint64_t one = raised & -raised;
+        raw(SYS_rt_sigtimedwait, reinterpret_cast<long>(&one), 0, reinterpret_cast<long>(&zero), 8);
+        raised &= raised - 1;
+    }
+    change_sigmask(SIG_SETMASK, &saved_, nullptr);
+}
+
+bool wait_for_room(int fd, int wait_ms) noexcept {
+    PollFd p{fd, kPollOut, 0};
+    const timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1'000'000L};
+    long r;
+    do {
+        r = raw(SYS_ppoll, reinterpret_cast<long>(&p), 1, reinterpret_cast<long>(&ts), 0, 8);
+    } while (r == -EINTR);
+    return r != 0;
+}
+
+long write_out(int fd, const void* buf, std::size_t n, int wait_ms) noexcept {
+    if (wait_ms >= 0 && !wait_for_room(fd, wait_ms)) return -EAGAIN;
+    long w;
+    do {
+        w = write(fd, buf, n);
+    } while (w == -EINTR);
+    return w;
+}
+
 long check_timeout(const void* ts) noexcept {
     // The kernel reads and checks the timeout before it looks at the epoll fd.
     long r = raw(SYS_epoll_pwait2, -1, 0, 1, reinterpret_cast<long>(ts), 0, 8);

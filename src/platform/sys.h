@@ -129,6 +129,38 @@ private:
     std::uint64_t saved_ = 0;
     bool blocked_;
 };
+// The shim's own output (a statistics line, a log message) under way: every
+// signal blocked, as SignalsBlocked, and, at the end, a SIGPIPE or SIGXFSZ
+// that the output raised taken off the thread's pending signals before the
+// thread's mask comes back. A write to a pipe or socket whose reader is
+// gone, or to a file at RLIMIT_FSIZE (a sandbox's `ulimit -f`), then fails
+// with EPIPE or EFBIG and nothing else: the host is not killed for a line
+// it never asked for. One the program had pending (blocked) before stays.
+// Three or four system calls: for lines, never for a call's own path.
+class OutputGuard {
+public:
+    OutputGuard() noexcept;
+    ~OutputGuard();
+    OutputGuard(const OutputGuard&) = delete;
+    OutputGuard& operator=(const OutputGuard&) = delete;
+
+private:
+    std::uint64_t saved_ = 0;
+    std::uint64_t pending_before_ = 0;  // of SIGPIPE and SIGXFSZ
+    bool blocked_;
+};
+// Waits at most wait_ms for room to write on fd (a zero-timeout poll
+// first): true when there is some, or when the write would fail at once
+// (an error, a hang-up: the write says which).
+bool wait_for_room(int fd, int wait_ms) noexcept;
+// One line of the shim's own to fd, in one write. Where fd is not a file
+// the shim opened for it (`wait_ms` >= 0: the program's stderr, maybe a
+// pipe whose reader has stopped reading) the line waits at most wait_ms for
+// room and is dropped (-EAGAIN) without it: the host is never held by a
+// line of the shim's. Returns what write(2) returned, or -errno.
+long write_out(int fd, const void* buf, std::size_t n, int wait_ms = -1) noexcept;
+// How long a line waits for room on the program's stderr.
+inline constexpr int kStderrWaitMs = 100;
 // Has the kernel a valid timeout at ts (a caller's struct timespec)? 0 if
 // it reads one there, else what epoll_pwait2 would fail with (-EFAULT,
 // -EINVAL; -ENOSYS before Linux 5.11). The kernel reads it, not us: this is
