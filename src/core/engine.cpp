@@ -332,6 +332,11 @@ bool may_spin(int fd, Dir dir) noexcept {
     return b != 0 && b != SpinPolicy::kWatchOnly;
 }
 
+bool known_anonymous_pipe(int fd) noexcept {
+    const FdInfo info = table().lookup(fd, nullptr);
+    return info.pipe() && info.kind() == StatKind::Pipe;
+}
+
 Plan before_read(int fd, void* buf, std::size_t n) {
     return continue_read(begin_io(fd, Dir::Read, n), fd, buf, n);
 }

@@ -257,6 +257,11 @@ Plan before_read(int fd, void* buf, std::size_t n);
 // that direction, the policy's budget for the fd not 0)? For stdio, which
 // splits a large fread into waits only when one could spin.
 bool may_spin(int fd, Dir dir) noexcept;
+// Is fd known to the table as a pipe in pipefs (made by pipe(), or found
+// open and classified so), not a FIFO opened by path? Its st_blksize is a
+// page, which is what glibc gives a stream on it for a buffer. No
+// classification, no system call.
+bool known_anonymous_pipe(int fd) noexcept;
 Plan before_write(int fd, const void* buf, std::size_t n);
 // fds is a struct pollfd array (kept opaque here).
 Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);

@@ -167,10 +167,14 @@ size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexce
 
 // The stream has a buffer of at least a page: every read glibc makes for
 // it (a refill, or whole blocks straight into the caller's buffer) is then
-// at least a page, which holds any packet of a pipe in packet mode.
-bool buffer_holds_a_packet(const FILE* fp) noexcept {
+// at least a page, which holds any packet of a pipe in packet mode. A
+// stream that has not read yet has no buffer: glibc gives it one of the
+// fd's st_blksize (below BUFSIZ) at its first read, a page for a pipe in
+// pipefs (known_anonymous_pipe()); a FIFO's is its file system's. sort,
+// whose first fread asks for its whole input, reads that way.
+bool buffer_holds_a_packet(const FILE* fp, int fd) noexcept {
     const volatile FILE* f = fp;
-    if (f->_IO_buf_base == nullptr) return false;
+    if (f->_IO_buf_base == nullptr) return known_anonymous_pipe(fd);
     const unsigned long page = getauxval(AT_PAGESZ);  // no system call
     return f->_IO_buf_end - f->_IO_buf_base >= static_cast<std::ptrdiff_t>(page != 0 ? page : 4096);
 }
@@ -246,9 +250,10 @@ size_t do_fread(void* p, size_t size, size_t n, FILE* fp, bool locked, Call&& ca
     // stream's buffer (a refill) or a whole block (straight into the
     // caller's buffer), which a piece of a few bytes would make a refill of
     // a buffer smaller than a packet (setvbuf). With a buffer of at least a
-    // page every read holds a packet; with a smaller one, or none yet, the
-    // fread goes whole.
-    if (!may_spin(fd, Dir::Read) || !buffer_holds_a_packet(fp))
+    // page every read holds a packet (so has a fresh stream on a pipe,
+    // whose first read gets it a page); with a smaller one the fread goes
+    // whole.
+    if (!may_spin(fd, Dir::Read) || !buffer_holds_a_packet(fp, fd))
         return stdio_read<size_t>(fp, locked, 0, call, size);
     Pieces job{static_cast<char*>(p), size * n, fp};
     if (locked && (fp->_flags & kUserLock) == 0)
