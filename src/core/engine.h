@@ -121,6 +121,13 @@ struct Runtime {
     // may name a number whose file changed unseen, and reads are not tried
     // on a look (engine.cpp, wait_io()).
     std::atomic<bool> fds_all_seen{true};
+    // Moved on by every munmap, mprotect, mremap, mmap over a mapping,
+    // pkey_mprotect and shmdt the shim sees (memory_changed()), once
+    // map_gen_watched: a caller's poll array or fd_sets that the kernel
+    // read at one generation may be read in user space again while it
+    // stands (engine_sets.cpp), and not after.
+    std::atomic<std::uint32_t> map_gen{0};
+    std::atomic<bool> map_gen_watched{false};
     // A fast lane has been armed in this process or a parent (the table's
     // fast_armed(), on this line, which every wrapper reads first: until
     // then io_counted_fast() reads nothing of the table).
@@ -205,6 +212,14 @@ FdTable& fd_table() noexcept;
 // records them (not in an inert process, which tracks nothing: see
 // Runtime::inert).
 void note_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
+
+// The program is about to unmap memory or change its protection
+// (Runtime::map_gen): what the kernel read for an earlier call is no longer
+// known to be readable.
+inline void memory_changed() noexcept {
+    if (engine::g_runtime.map_gen_watched.load(std::memory_order_relaxed))
+        engine::g_runtime.map_gen.fetch_add(1, std::memory_order_acq_rel);
+}
 
 // The process's fds may change where the shim cannot see it (a raw close,
 // dup or clone through syscall(), a clone sharing the fd table but not the

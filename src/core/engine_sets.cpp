@@ -161,24 +161,47 @@ bool passes_unlooked(Plan& plan, const SetPipe& pipe, const PolicyParams& params
     return true;
 }
 
-// The pollfd array the kernel last read for this thread (poll, ppoll: the
-// first look, which validates it): the same address and length again may
-// be read in user space before the call's first look, to find its pipe
-// and skip a look that cannot lead to a spin (no pipe in the set, or one
-// that does not spin: passes_unlooked()). Only a program that unmapped the
-// array since and passes it again could make that read fault, where the
-// kernel would return EFAULT (README). A new array is looked at first, as
-// always: a bad pointer is the call's EFAULT.
-constinit thread_local const void* t_poll_array [[gnu::tls_model("initial-exec")]] = nullptr;
-constinit thread_local unsigned long t_poll_nfds [[gnu::tls_model("initial-exec")]] = 0;
+// What the kernel last read for this thread, at the memory-map generation
+// of then (Runtime::map_gen): a poll's array (poll, ppoll: the first look,
+// which validates it), or select's fd_sets (found readable by the
+// kernel: sys::readable()). The same addresses
+// and lengths again, with no unmap or protection change since, may be
+// read in user space before the kernel looks, to find the set's pipe and
+// skip a look that cannot lead to a spin (no pipe in the set, or one that
+// does not spin: passes_unlooked()). Anything else is read by the kernel
+// first: a bad pointer is the call's EFAULT, never a fault here. (Only
+// another thread unmapping the memory while this one passes it to the call
+// could make a read fault: the program's own race.)
+struct Seen {
+    const void* at[3] = {};
+    std::size_t bytes = 0;
+    std::uint32_t gen = 0;
+};
+constinit thread_local Seen t_poll_seen [[gnu::tls_model("initial-exec")]];
+constinit thread_local Seen t_select_seen [[gnu::tls_model("initial-exec")]];
 
-bool poll_array_read(const void* fds, unsigned long nfds) noexcept {
-    return fds == t_poll_array && nfds == t_poll_nfds;
+std::uint32_t map_gen() noexcept {
+    return g_runtime.map_gen.load(std::memory_order_acquire);
 }
 
-void poll_array_validated(const void* fds, unsigned long nfds) noexcept {
-    t_poll_array = fds;
-    t_poll_nfds = nfds;
+bool seen_before(const Seen& seen, const void* const (&at)[3], std::size_t bytes) noexcept {
+    return seen.bytes == bytes && seen.at[0] == at[0] && seen.at[1] == at[1] &&
+           seen.at[2] == at[2] && seen.gen == map_gen();
+}
+
+// The generation is read before the kernel reads the memory: a change
+// between the two leaves an old generation, which the next call refuses.
+void note_seen(Seen& seen, const void* const (&at)[3], std::size_t bytes,
+               std::uint32_t gen) noexcept {
+    if (!g_runtime.map_gen_watched.load(std::memory_order_relaxed))
+        g_runtime.map_gen_watched.store(true, std::memory_order_release);
+    for (int k = 0; k < 3; ++k) seen.at[k] = at[k];
+    seen.bytes = bytes;
+    seen.gen = gen;
+}
+
+bool poll_array_read(const void* fds, unsigned long nfds) noexcept {
+    return seen_before(t_poll_seen, {fds, nullptr, nullptr}, nfds * sizeof(sys::PollFd));
 }
 
 Plan interrupted(Plan plan) noexcept {
@@ -238,8 +261,9 @@ Plan poll_set(Plan plan, void* fds, unsigned long nfds, const PolicyParams& para
     }
     sys::test_cancel();
     const SignalMark mark;
+    const std::uint32_t gen = map_gen();
     const long r = sys::ppoll0(fds, nfds, sigmask);
-    if (r >= 0) poll_array_validated(fds, nfds);
+    if (r >= 0) note_seen(t_poll_seen, {fds, nullptr, nullptr}, nfds * sizeof(sys::PollFd), gen);
     if (r > 0) return done(nullptr, r);
     // A handler ran: the call fails with EINTR whatever SA_RESTART says.
     if (r == -EINTR) return interrupted(plan);
@@ -278,22 +302,31 @@ Plan before_select(int nfds, void* rfds, void* wfds, void* efds, std::int64_t ti
         (rfds == nullptr && wfds == nullptr) ||  // select(0, 0, 0, 0, &tv): a sleep
         set_waits_off(params) || !known_pipe_below(nfds))
         return plan;
-    // The sets are read here, in user space. No system call copies memory
-    // without a side effect but process_vm_readv, which a strict seccomp
-    // profile may forbid (or kill for), and the first look cannot run on
-    // the caller's own sets: a select that finds nothing zeroes them. So the
-    // bound, documented in the README: a program that passes an unreadable
-    // fd_set, while a pipe the shim knows is below nfds, gets SIGSEGV where
-    // the kernel returns EFAULT; as does one whose set is shorter than nfds
-    // bits with nfds above the size of its fd table (the kernel reads only
-    // that far).
+    // The first look cannot run on the caller's own sets (a select that
+    // finds nothing zeroes them), so they are copied first, once the kernel
+    // said they can be read (sys::readable(): where it says no, the real
+    // call gives its own EFAULT), unless this thread passed the same sets
+    // before with no unmap or protection change since (Seen). A set shorter
+    // than nfds bits, with nfds above the size of the fd table (the kernel
+    // reads only that far), may be found unreadable: the call then passes
+    // through.
     constexpr int kWords = kMaxFds / 64;
     const int words = (nfds + 63) / 64;
     const std::size_t bytes = static_cast<std::size_t>(words) * 8;
     void* user[3] = {rfds, wfds, efds};
     std::uint64_t in[3][kWords];
-    for (int k = 0; k < 3; ++k)
-        if (user[k] != nullptr) __builtin_memcpy(in[k], user[k], bytes);
+    if (seen_before(t_select_seen, {rfds, wfds, efds}, bytes)) {
+        for (int k = 0; k < 3; ++k)
+            if (user[k] != nullptr) __builtin_memcpy(in[k], user[k], bytes);
+    } else {
+        const std::uint32_t gen = map_gen();
+        for (int k = 0; k < 3; ++k) {
+            if (user[k] == nullptr) continue;
+            if (!sys::readable(user[k], bytes)) return plan;
+            __builtin_memcpy(in[k], user[k], bytes);
+        }
+        note_seen(t_select_seen, {rfds, wfds, efds}, bytes, gen);
+    }
 
     // The first tracked pipe in the read set, else in the write set.
     SetPipe pipe;

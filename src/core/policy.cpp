@@ -43,8 +43,9 @@ void decide(PolicyState& s, bool spin_wins, bool clear = false) noexcept {
     const std::uint16_t max = spin_wins ? SpinPolicy::kExploitMaxSpin : SpinPolicy::kExploitMax;
     const std::uint32_t grown =
         std::uint32_t{s.exploit_len.load(kRelaxed)} * (clear ? SpinPolicy::kClearGrowth : 2);
-    const std::uint16_t len = confirmed ? static_cast<std::uint16_t>(std::min<std::uint32_t>(grown, max))
-                                        : SpinPolicy::kExploitMin;
+    const std::uint16_t len = confirmed
+                                  ? static_cast<std::uint16_t>(std::min<std::uint32_t>(grown, max))
+                                  : SpinPolicy::kExploitMin;
     s.exploit_len.store(len, kRelaxed);
     s.last_winner.store(static_cast<std::uint8_t>(winner), kRelaxed);
     start_phase(s, winner, len);
@@ -170,8 +171,8 @@ void FreshPrior::Lane::observe(bool would_hit) noexcept {
     // Written only when it changes: a shell's parent sits at the floor,
     // and a write after each fork is a copy-on-write fault on the page.
     const int v = score.load(kRelaxed) + (would_hit ? kHitGain : -kMissCost);
-    store_if_changed<std::int8_t>(score,
-                                  static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)));
+    store_if_changed<std::int8_t>(
+        score, static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)));
 }
 
 bool FreshPrior::made_one_shot() const noexcept {
@@ -413,15 +414,16 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     // was being exploited, measure both ways again at once (below).
     const bool long_wait = is_long_wait(o);
     bool close_miss_limit = false;
-    if (!long_wait && (o.block_ns < o.spin_ns ||
-                       (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
+    if (!long_wait &&
+        (o.block_ns < o.spin_ns || (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
         const std::uint8_t c = s.close_misses.load(kRelaxed);
         if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
         close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;
     }
     if (long_wait || close_miss_limit) {
-        const std::uint8_t n =
-            close_miss_limit ? kLongWaitLimit : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
+        const std::uint8_t n = close_miss_limit
+                                   ? kLongWaitLimit
+                                   : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
         s.long_waits.store(n, kRelaxed);
         if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             // Measure again, now: a run of not spinning would last at

@@ -51,24 +51,24 @@ enum class Phase : std::uint8_t {
 };
 
 // Every field of PolicyState, once: X(type, name, what it is).
-#define PIPESPIN_POLICY_FIELDS(X)                                                     \
-    X(std::uint64_t, epoch_start_ns, "when the epoch's clock started")                \
-    X(std::uint64_t, epoch_bytes, "bytes moved this epoch")                           \
-    X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")         \
-    X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                         \
-    X(std::uint32_t, epoch_calls, "calls this epoch")                                 \
+#define PIPESPIN_POLICY_FIELDS(X)                                                          \
+    X(std::uint64_t, epoch_start_ns, "when the epoch's clock started")                     \
+    X(std::uint64_t, epoch_bytes, "bytes moved this epoch")                                \
+    X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")              \
+    X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                              \
+    X(std::uint32_t, epoch_calls, "calls this epoch")                                      \
     X(std::uint32_t, plain_call_ns, "ns per call when not spinning last won (saturating)") \
-    X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                       \
-    X(std::uint16_t, exploit_len, "length of the current exploit run")                \
-    X(std::uint8_t, phase, "Phase")                                                   \
-    X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")           \
+    X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                            \
+    X(std::uint16_t, exploit_len, "length of the current exploit run")                     \
+    X(std::uint8_t, phase, "Phase")                                                        \
+    X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")                \
     X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after") \
-    X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                \
-    X(std::uint8_t, delay_looks, "missed spins this epoch whose run delay was read")   \
-    X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")    \
-    X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped") \
-    X(std::uint8_t, fresh_waits, "waits while Fresh")                                 \
-    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)") \
+    X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                    \
+    X(std::uint8_t, delay_looks, "missed spins this epoch whose run delay was read")       \
+    X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")         \
+    X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")      \
+    X(std::uint8_t, fresh_waits, "waits while Fresh")                                      \
+    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")        \
     X(std::uint8_t, room_looks, "write looks in a row that found room (saturating)")
 
 // The program's hint for one direction of a fd (pipespin_fd_hint() in

@@ -102,8 +102,9 @@ void unwritable_log(long err, LogLevel level, const char* message) noexcept {
         read_path(path);
         const char* why = strerrorname_np(static_cast<int>(err));
         char line[kPathMax + 96];
-        std::snprintf(line, sizeof line, "cannot write to log_file '%s' (%s); messages go to stderr",
-                      path, why != nullptr ? why : "error");
+        std::snprintf(line, sizeof line,
+                      "cannot write to log_file '%s' (%s); messages go to stderr", path,
+                      why != nullptr ? why : "error");
         fallback(2, LogLevel::Warn, line);
     }
     fallback(2, level, message);

@@ -10,6 +10,9 @@
 //     (SECCOMP_SET_MODE_FILTER, or STRICT) makes the shim step aside first,
 //     as prctl does (before_sandbox(), init.cpp): after it, a system call
 //     the program does not make itself may kill the program;
+//   - the calls that may make memory unreadable that the kernel read for a
+//     poll or select (munmap, mprotect, mremap, mmap, pkey_mprotect,
+//     shmdt): memory_changed(), core/engine.h;
 //   - the calls that change what an fd number names behind the fd table's
 //     back (close, close_range, dup2, dup3, io_uring_setup, whose ring can
 //     close fds) or that share the fd table with memory the shim does not
@@ -53,6 +56,17 @@ extern "C" [[gnu::visibility("hidden"), gnu::used]] void* pipespin_syscall_prepa
             break;
         case SYS_clone:
             if (shares_fds_unequally(op)) fds_unseen();
+            break;
+        case SYS_munmap:
+        case SYS_mprotect:
+        case SYS_mremap:
+        case SYS_pkey_mprotect:
+        case SYS_shmdt:
+            memory_changed();
+            break;
+        case SYS_mmap:
+            // The flags are the fourth argument, not seen here: any mmap.
+            memory_changed();
             break;
         case SYS_close:
         case SYS_close_range:

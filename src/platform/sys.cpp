@@ -149,6 +149,22 @@ long check_timeout(const void* ts) noexcept {
     return r == -EBADF ? 0 : r;
 }
 
+bool readable(const void* p, std::size_t bytes) noexcept {
+    constexpr long kBadHow = -1;
+    const auto probe = [](std::uintptr_t at) noexcept {
+        return raw(SYS_rt_sigprocmask, kBadHow, static_cast<long>(at), 0, 8) == -EINVAL;
+    };
+    if (bytes < 8) return false;
+    const auto first = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t last = first + bytes - 8;
+    // A word at each 4 KiB boundary the range crosses (the smallest page
+    // there is: no libc call to ask), and its last one.
+    constexpr std::uintptr_t page = 4096;
+    for (std::uintptr_t at = first; at < last; at = (at | (page - 1)) + 1)
+        if (!probe(at)) return false;
+    return probe(last);
+}
+
 long fionread(int fd) noexcept {
     int avail = 0;
     long r = raw(SYS_ioctl, fd, FIONREAD, reinterpret_cast<long>(&avail));
@@ -327,7 +343,8 @@ std::int64_t parse_run_delay(const char* buf, long n) noexcept {
     ++i;
     const long start = i;
     std::int64_t v = 0;
-    for (; i < n && buf[i] >= '0' && buf[i] <= '9' && i - start < 18; ++i) v = v * 10 + (buf[i] - '0');
+    for (; i < n && buf[i] >= '0' && buf[i] <= '9' && i - start < 18; ++i)
+        v = v * 10 + (buf[i] - '0');
     return i > start && i < n && (buf[i] == ' ' || buf[i] == '\n') ? v : -1;  // whole
 }
 

@@ -166,6 +166,15 @@ inline constexpr int kStderrWaitMs = 100;
 // -EINVAL; -ENOSYS before Linux 5.11). The kernel reads it, not us: this is
 // epoll_pwait2 itself, on no epoll fd.
 long check_timeout(const void* ts) noexcept;
+// Can `bytes` (at least 8) at p be read now? Asked of the kernel, one
+// system call per page the range touches (at most two for a fd_set), each
+// an rt_sigprocmask with an invalid `how`: the kernel copies the 8 bytes
+// of its set argument first (EFAULT if it cannot), then refuses the `how`
+// (EINVAL), changing nothing. Every seccomp profile allows rt_sigprocmask
+// (libc itself makes it everywhere), unlike process_vm_readv, which
+// Docker's default profile refuses and systemd's @system-service leaves
+// out. Never faults.
+bool readable(const void* p, std::size_t bytes) noexcept;
 // ioctl(FIONREAD): bytes queued, or -errno.
 long fionread(int fd) noexcept;
 // fcntl(F_GETFL), or -errno.

@@ -1,10 +1,10 @@
-// Case select_nocopy: select and pselect with a timeout read the caller's
-// fd_sets without a system call. A shim that copies them through the kernel
-// (process_vm_readv on itself) makes a syscall on every call, which a strict
-// seccomp profile may forbid or kill the program for (Docker's default
-// profile allows it only with CAP_SYS_PTRACE; systemd's @system-service set
-// leaves it out). run.sh runs this under no_syscall.sh, which fails if any
-// process_vm_readv shows up.
+// Case select_nocopy: select and pselect with a timeout never copy the
+// caller's fd_sets through process_vm_readv, which a strict seccomp profile
+// may forbid or kill the program for (Docker's default profile allows it
+// only with CAP_SYS_PTRACE; systemd's @system-service set leaves it out).
+// run.sh runs this under no_syscall.sh, which fails if any process_vm_readv
+// shows up. (The shim asks the kernel whether sets it has not seen before
+// can be read with rt_sigprocmask, which every profile allows.)
 //
 // The waits: sockets only (with a pipe the shim knows at a lower fd, so that
 // a shim that looks at the sets has a reason to), the pipe and a socket, the

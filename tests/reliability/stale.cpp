@@ -151,7 +151,8 @@ void clonefiles_case() {
     void* stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(stack != MAP_FAILED);
     std::fflush(nullptr);
-    const pid_t pid = clone(close_both, static_cast<char*>(stack) + kStack, CLONE_FILES | SIGCHLD, p);
+    const pid_t pid =
+        clone(close_both, static_cast<char*>(stack) + kStack, CLONE_FILES | SIGCHLD, p);
     CHECK(pid > 0);
     wait_ok(pid);
     munmap(stack, kStack);

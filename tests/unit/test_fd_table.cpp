@@ -324,7 +324,7 @@ TEST_CASE_METHOD(Fixture, "what a lane counted is in the fd's counters and its p
     CHECK(s.dir[0].calls.load() == 5);
     CHECK(s.dir[0].policy.epoch_calls.load() == 5);
     CHECK(snapshot_calls(t, StatDir::Read) == 5);  // not twice
-    CHECK_FALSE(t.count_fast(3, Dir::Read));        // settled: the lane is clear
+    CHECK_FALSE(t.count_fast(3, Dir::Read));       // settled: the lane is clear
 }
 
 TEST_CASE_METHOD(Fixture, "a close folds what the lane counted, and the next fd starts clear",
