@@ -47,13 +47,13 @@ inline ssize_t do_write(int fd, const void* buf, size_t n);
 [[gnu::noinline]] ssize_t read_unengaged(int fd, void* buf, size_t n) {
     if (engage_again()) return do_read(fd, buf, n);
     if (real_read != nullptr) return real_read(fd, buf, n);
-    return to_libc(sys::read(fd, buf, n));
+    return to_libc(sys::raw(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n)));
 }
 
 [[gnu::noinline]] ssize_t write_unengaged(int fd, const void* buf, size_t n) {
     if (engage_again()) return do_write(fd, buf, n);
     if (real_write != nullptr) return real_write(fd, buf, n);
-    return to_libc(sys::write(fd, buf, n));
+    return to_libc(sys::raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n)));
 }
 
 // A call the shim may spin for, or must count after it.
@@ -239,7 +239,8 @@ void stderr_closes() noexcept {
 PIPESPIN_EXPORT int close(int fd) {
     if (fd == STDERR_FILENO) [[unlikely]]
         stderr_closes();
-    int r = real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::close(fd)));
+    int r =
+        real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::raw(SYS_close, fd)));
     // Even on error: after close() the fd number is gone or never was ours.
     if (FdTable* t = kept_table()) t->forget(fd);
     return r;

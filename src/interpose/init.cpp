@@ -150,11 +150,15 @@ void counters_are_read() noexcept {
 
 void before_sandbox() noexcept {
     if (in_vfork_child() || g_sandboxed.exchange(true)) return;
-    if (!g_ready.load()) return;  // the constructor will see g_sandboxed
-    BusyScope busy;
-    stats_exit();
-    write_exit_report();
-    step_aside();
+    if (g_ready.load()) {  // else the constructor will see g_sandboxed
+        BusyScope busy;
+        stats_exit();
+        write_exit_report();
+        step_aside();
+    }
+    // Last: every system call of the shim's own is refused from here, in
+    // this thread and, once this returns, in every other (platform/gate.h).
+    sys::close_gate();
 }
 
 void before_stderr_closes() noexcept {

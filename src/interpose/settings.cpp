@@ -138,7 +138,7 @@ void reload() noexcept {
                 char line[512];
                 Out o{line, sizeof line};
                 o.put("pid ");
-                o.num(static_cast<std::uint64_t>(sys::raw(SYS_getpid)));
+                o.num(static_cast<std::uint64_t>(sys::own(SYS_getpid)));
                 o.put(" reloaded ");
                 o.printable(g_path, 200);
                 if (!now.exists) o.put(" (gone)");

@@ -117,7 +117,7 @@ void copy_program_name() noexcept {
 }
 
 void mark_start() noexcept {
-    g_pid = sys::raw(SYS_getpid);
+    g_pid = sys::own(SYS_getpid);
     g_start_ns = sys::now_ns();
     g_start_unix_us = unix_us();
     g_seq.store(0, kRelaxed);
@@ -140,7 +140,7 @@ std::uint64_t advance(std::atomic<std::uint64_t>& last, std::uint64_t now) noexc
 Rusage rusage_since_last_line() noexcept {
     Rusage out;
     struct rusage ru {};
-    if (sys::raw(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru)) != 0) return out;
+    if (sys::own(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru)) != 0) return out;
     auto us = [](const timeval& tv) {
         return static_cast<std::uint64_t>(tv.tv_sec) * 1000000u +
                static_cast<std::uint64_t>(tv.tv_usec);
@@ -289,7 +289,7 @@ Arm stats_resolve(Options& options, bool ab_configured) noexcept {
         copy_program_name();
         if (g_ready.load(std::memory_order_acquire)) fd_table().new_process();
     } else if (g_pid == 0) {
-        g_pid = sys::raw(SYS_getpid);  // for the arm's draw
+        g_pid = sys::own(SYS_getpid);  // for the arm's draw
     }
     const std::uint64_t now = sys::coarse_ns();
     // The switchback schedule (ab_period) counts from here: at start-up,
@@ -331,13 +331,13 @@ void write_line(StatsEvent event, Arm arm) noexcept {
     if (!g_enabled.load(std::memory_order_acquire)) return;
     // A vfork child, or one made by clone() or _Fork() without fork's
     // handlers, shares or copied its parent's counters: not its to report.
-    if (sys::raw(SYS_getpid) != g_pid) return;
+    if (sys::own(SYS_getpid) != g_pid) return;
     const Settled now = settled();
     StatsSnapshot snap;
     stats_snapshot(snap);
     StatsHeader h;
     h.pid = g_pid;
-    h.ppid = sys::raw(SYS_getppid);
+    h.ppid = sys::own(SYS_getppid);
     h.program = g_program;
     h.event = event;
     h.arm = arm;
@@ -359,7 +359,7 @@ void write_line(StatsEvent event, Arm arm) noexcept {
 void stats_exit() noexcept {
     // The pid first: a vfork child shares this memory, and its _exit must
     // not mark its parent's line as written.
-    if (!g_enabled.load(std::memory_order_acquire) || sys::raw(SYS_getpid) != g_pid) return;
+    if (!g_enabled.load(std::memory_order_acquire) || sys::own(SYS_getpid) != g_pid) return;
     if (g_exit_written.exchange(true)) return;
     stats_write(StatsEvent::Exit);
 }
@@ -374,7 +374,7 @@ bool stats_to_stderr() noexcept {
 
 void stats_before_stderr_closes() noexcept {
     if (!g_enabled.load(std::memory_order_acquire) || g_warned.load(kRelaxed) ||
-        sys::raw(SYS_getpid) != g_pid)
+        sys::own(SYS_getpid) != g_pid)
         return;
     const Settled now = settled();
     int fd;

@@ -25,7 +25,24 @@ PIPESPIN_COLD constinit std::atomic<void*> g_info_handlers[kSigSlots] = {};
 
 #if defined(__x86_64__) && !defined(PIPESPIN_C_TRAMPOLINE)
 
-// One body for both kinds; only the table differs. The signal number is
+#include <ucontext.h>
+
+#include <cstddef>
+
+#include "platform/gate.h"
+
+// The offset the assembly reads the interrupted rip at.
+static_assert(offsetof(ucontext_t, uc_mcontext.gregs) + REG_RIP * sizeof(greg_t) == 168);
+
+// One body for both kinds; only the table differs. First, a thread that
+// the signal interrupted inside the gate of the shim's own system calls
+// (platform/gate.h: between its check and its `syscall`) is sent back to
+// the check, so that the call, resumed after the handler, checks again:
+// a handler that installs a seccomp filter closes the gate first. The
+// interrupted rip is in the ucontext the kernel passes in rdx, which on
+// x86_64 is always 8 bytes above the stack pointer at entry (the
+// rt_sigframe: the restorer's address, then the ucontext); a stray direct
+// call, with anything else in rdx, skips this. Then the signal number is
 // range-checked (the kernel never delivers 0 or > 64; a stray direct call
 // returns), and a null slot (impossible: slots are written before the
 // trampoline is installed) returns to the restorer.
@@ -39,6 +56,19 @@ asm(R"(
 \name:
     .cfi_startproc
     endbr64
+    leaq 8(%rsp), %rcx
+    cmpq %rcx, %rdx
+    jne 3f
+    movq 168(%rdx), %rcx
+    leaq pipespin_gate_check(%rip), %r8
+    cmpq %r8, %rcx
+    jb 3f
+    leaq pipespin_gate_done(%rip), %r8
+    cmpq %r8, %rcx
+    jae 3f
+    leaq pipespin_gate_check(%rip), %r8
+    movq %r8, 168(%rdx)
+3:
     movq pipespin_signal_epoch@gottpoff(%rip), %rcx
     incl %fs:(%rcx)
     leal -1(%rdi), %ecx

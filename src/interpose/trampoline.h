@@ -11,7 +11,9 @@
 //
 // Stack use (documented in README.md, "Signal handlers"): on x86_64 the
 // trampoline is a few instructions of assembly that jump to the handler: it
-// writes nothing to the stack and reads nothing from it, the handler returns
+// pushes nothing, reads only the interrupted rip from the kernel's
+// ucontext and writes it only for a thread interrupted inside the gate of
+// the shim's own system calls (platform/gate.h), the handler returns
 // straight to the kernel's restorer, and the handler finds the stack pointer
 // (and rdi, rsi, rdx, rax) exactly where the kernel put them. Elsewhere it is
 // C that the compiler usually turns into a tail call (0 bytes at -O2);

@@ -40,7 +40,7 @@ using namespace pipespin::interpose;
 
 [[gnu::noinline, gnu::cold]] bool pipespin::interpose::vfork_parent_resumed() noexcept {
     const long mark = t_vfork_tid;
-    if (mark == 0 || sys::raw(SYS_gettid) != mark) return false;
+    if (mark == 0 || sys::own(SYS_gettid) != mark) return false;
     t_vfork_tid = 0;
     return true;
 }
@@ -53,7 +53,12 @@ using namespace pipespin::interpose;
 extern "C" [[gnu::visibility("hidden"), gnu::used]] void* pipespin_vfork_prepare() noexcept {
     void* real = reinterpret_cast<void*>(real_vfork.get());
     if (real == nullptr) return reinterpret_cast<void*>(real_fork.get());
-    if (!in_vfork_child()) t_vfork_tid = sys::raw(SYS_gettid);
+    if (!in_vfork_child()) {
+        // Refused once the shim stepped aside for a sandbox: no mark then
+        // (nothing is recorded anyway).
+        const long tid = sys::own(SYS_gettid);
+        if (tid > 0) t_vfork_tid = tid;
+    }
     return real;
 }
 

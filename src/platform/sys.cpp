@@ -26,7 +26,7 @@ long raw6(long nr, long a, long b, long c, long d, long e, long f) noexcept {
 
 long poll0(void* fds, unsigned long nfds) noexcept {
     timespec zero{0, 0};
-    return raw(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+    return own(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
                reinterpret_cast<long>(&zero), 0, 8);
 }
 
@@ -41,20 +41,20 @@ long poll0_one(int fd, short events) noexcept {
 // shifted out; -1 means "the current file position", as read() uses.
 long read_nowait(int fd, void* buf, std::size_t n) noexcept {
     iovec iov{buf, n};
-    return raw(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
 }
 
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept {
     iovec iov{const_cast<void*>(buf), n};
-    return raw(SYS_pwritev2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+    return own(SYS_pwritev2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
 }
 
 long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
-    return raw(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
 }
 
 long writev_nowait(int fd, const void* iov, int iovcnt) noexcept {
-    return raw(SYS_pwritev2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+    return own(SYS_pwritev2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
 }
 
 long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask) noexcept {
@@ -63,29 +63,29 @@ long pselect0(int nfds, void* rfds, void* wfds, void* efds, const void* sigmask)
         const void* set;
         unsigned long size;
     } mask{sigmask, 8};
-    return raw(SYS_pselect6, nfds, reinterpret_cast<long>(rfds), reinterpret_cast<long>(wfds),
+    return own(SYS_pselect6, nfds, reinterpret_cast<long>(rfds), reinterpret_cast<long>(wfds),
                reinterpret_cast<long>(efds), reinterpret_cast<long>(&zero),
                sigmask != nullptr ? reinterpret_cast<long>(&mask) : 0);
 }
 
 long ppoll0(void* fds, unsigned long nfds, const void* sigmask) noexcept {
     timespec zero{0, 0};
-    return raw(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
+    return own(SYS_ppoll, reinterpret_cast<long>(fds), static_cast<long>(nfds),
                reinterpret_cast<long>(&zero), reinterpret_cast<long>(sigmask), 8);
 }
 
 long epoll_pwait0(int epfd, void* events, int maxevents, const void* sigmask) noexcept {
-    return raw(SYS_epoll_pwait, epfd, reinterpret_cast<long>(events), maxevents, 0,
+    return own(SYS_epoll_pwait, epfd, reinterpret_cast<long>(events), maxevents, 0,
                reinterpret_cast<long>(sigmask), 8);
 }
 
 long poll_signals0(const void* sigmask) noexcept {
     timespec zero{0, 0};
-    return raw(SYS_ppoll, 0, 0, reinterpret_cast<long>(&zero), reinterpret_cast<long>(sigmask), 8);
+    return own(SYS_ppoll, 0, 0, reinterpret_cast<long>(&zero), reinterpret_cast<long>(sigmask), 8);
 }
 
 long change_sigmask(int how, const void* set, std::uint64_t* old) noexcept {
-    return raw(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set), reinterpret_cast<long>(old),
+    return own(SYS_rt_sigprocmask, how, reinterpret_cast<long>(set), reinterpret_cast<long>(old),
                8);
 }
 
@@ -98,7 +98,7 @@ constexpr std::uint64_t kOutputSignals = signal_bit(SIGPIPE) | signal_bit(SIGXFS
 
 std::uint64_t pending_signals() noexcept {
     std::uint64_t set = 0;
-    return raw(SYS_rt_sigpending, reinterpret_cast<long>(&set), 8) == 0 ? set : 0;
+    return own(SYS_rt_sigpending, reinterpret_cast<long>(&set), 8) == 0 ? set : 0;
 }
 }  // namespace
 
@@ -118,7 +118,7 @@ OutputGuard::~OutputGuard() {
     while (raised != 0) {
         // The kernel sent them to this thread: the wait takes this thread's first.
         const std::uint64_t one = raised & -raised;
-        raw(SYS_rt_sigtimedwait, reinterpret_cast<long>(&one), 0, reinterpret_cast<long>(&zero), 8);
+        own(SYS_rt_sigtimedwait, reinterpret_cast<long>(&one), 0, reinterpret_cast<long>(&zero), 8);
         raised &= raised - 1;
     }
     change_sigmask(SIG_SETMASK, &saved_, nullptr);
@@ -129,7 +129,7 @@ bool wait_for_room(int fd, int wait_ms) noexcept {
     const timespec ts{wait_ms / 1000, (wait_ms % 1000) * 1'000'000L};
     long r;
     do {
-        r = raw(SYS_ppoll, reinterpret_cast<long>(&p), 1, reinterpret_cast<long>(&ts), 0, 8);
+        r = own(SYS_ppoll, reinterpret_cast<long>(&p), 1, reinterpret_cast<long>(&ts), 0, 8);
     } while (r == -EINTR);
     return r != 0;
 }
@@ -145,14 +145,14 @@ long write_out(int fd, const void* buf, std::size_t n, int wait_ms) noexcept {
 
 long check_timeout(const void* ts) noexcept {
     // The kernel reads and checks the timeout before it looks at the epoll fd.
-    long r = raw(SYS_epoll_pwait2, -1, 0, 1, reinterpret_cast<long>(ts), 0, 8);
+    long r = own(SYS_epoll_pwait2, -1, 0, 1, reinterpret_cast<long>(ts), 0, 8);
     return r == -EBADF ? 0 : r;
 }
 
 bool readable(const void* p, std::size_t bytes) noexcept {
     constexpr long kBadHow = -1;
     const auto probe = [](std::uintptr_t at) noexcept {
-        return raw(SYS_rt_sigprocmask, kBadHow, static_cast<long>(at), 0, 8) == -EINVAL;
+        return own(SYS_rt_sigprocmask, kBadHow, static_cast<long>(at), 0, 8) == -EINVAL;
     };
     if (bytes < 8) return false;
     const auto first = reinterpret_cast<std::uintptr_t>(p);
@@ -167,39 +167,39 @@ bool readable(const void* p, std::size_t bytes) noexcept {
 
 long fionread(int fd) noexcept {
     int avail = 0;
-    long r = raw(SYS_ioctl, fd, FIONREAD, reinterpret_cast<long>(&avail));
+    long r = own(SYS_ioctl, fd, FIONREAD, reinterpret_cast<long>(&avail));
     return r < 0 ? r : avail;
 }
 
 long getfl(int fd) noexcept {
-    return raw(SYS_fcntl, fd, F_GETFL);
+    return own(SYS_fcntl, fd, F_GETFL);
 }
 
 long is_fifo(int fd) noexcept {
     struct stat st;
-    long r = raw(SYS_fstat, fd, reinterpret_cast<long>(&st));
+    long r = own(SYS_fstat, fd, reinterpret_cast<long>(&st));
     if (r < 0) return r;
     return S_ISFIFO(st.st_mode) ? 1 : 0;
 }
 
 long is_pipefs(int fd) noexcept {
     struct statfs sf;
-    long r = raw(SYS_fstatfs, fd, reinterpret_cast<long>(&sf));
+    long r = own(SYS_fstatfs, fd, reinterpret_cast<long>(&sf));
     if (r < 0) return r;
     constexpr long kPipefsMagic = 0x50495045;  // linux/magic.h PIPEFS_MAGIC
     return sf.f_type == kPipefsMagic ? 1 : 0;
 }
 
 long close(int fd) noexcept {
-    return raw(SYS_close, fd);
+    return own(SYS_close, fd);
 }
 
 long read(int fd, void* buf, std::size_t n) noexcept {
-    return raw(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+    return own(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
 
 long write(int fd, const void* buf, std::size_t n) noexcept {
-    return raw(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+    return own(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
 
 void test_cancel() {
@@ -208,11 +208,11 @@ void test_cancel() {
 }
 
 long sched_yield() noexcept {
-    return raw(SYS_sched_yield);
+    return own(SYS_sched_yield);
 }
 
 void* map_anon(std::size_t bytes) noexcept {
-    const long r = raw(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
+    const long r = own(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     // The kernel returns -errno in the last page of the address space.
     if (r < 0 && r > -4096) return nullptr;
@@ -220,13 +220,13 @@ void* map_anon(std::size_t bytes) noexcept {
 }
 
 void unmap(void* p, std::size_t bytes) noexcept {
-    raw(SYS_munmap, reinterpret_cast<long>(p), static_cast<long>(bytes));
+    own(SYS_munmap, reinterpret_cast<long>(p), static_cast<long>(bytes));
 }
 
 namespace {
 long statx_into(int dirfd, const char* path, int flags, FileInfo& info) noexcept {
     struct statx sx {};
-    long r = raw(SYS_statx, dirfd, reinterpret_cast<long>(path), flags, STATX_BASIC_STATS,
+    long r = own(SYS_statx, dirfd, reinterpret_cast<long>(path), flags, STATX_BASIC_STATS,
                  reinterpret_cast<long>(&sx));
     if (r < 0) return r;
     info.dev = (static_cast<std::uint64_t>(sx.stx_dev_major) << 32) | sx.stx_dev_minor;
@@ -252,7 +252,7 @@ long stat_fd(int fd, FileInfo& info) noexcept {
 }
 
 long open_read(const char* path) noexcept {
-    return raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+    return own(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
                O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 }
 
@@ -260,7 +260,7 @@ namespace {
 // A terminal: a character device that answers TCGETS.
 bool is_terminal(int fd) noexcept {
     termios t;
-    return raw(SYS_ioctl, fd, TCGETS, reinterpret_cast<long>(&t)) == 0;
+    return own(SYS_ioctl, fd, TCGETS, reinterpret_cast<long>(&t)) == 0;
 }
 }  // namespace
 
@@ -271,7 +271,7 @@ long open_append(const char* path) noexcept {
         !S_ISCHR(fi.mode) && !S_ISLNK(fi.mode))
         return kNotRegular;
     const long fd =
-        raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+        own(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
             O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0600);
     if (fd < 0) return fd;
     // What was opened, which may not be what the stat saw.
@@ -283,19 +283,19 @@ long open_append(const char* path) noexcept {
 }
 
 long readlink(const char* path, char* buf, std::size_t size) noexcept {
-    return raw(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(buf),
+    return own(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(buf),
                static_cast<long>(size));
 }
 
 long geteuid() noexcept {
-    return raw(SYS_geteuid);
+    return own(SYS_geteuid);
 }
 
 int usable_cpus() noexcept {
     // The kernel's mask, counted here: CPU_COUNT is a libc call, whose first
     // use would cost every process start a symbol look-up.
     unsigned long mask[16] = {};
-    long r = raw(SYS_sched_getaffinity, 0, sizeof mask, reinterpret_cast<long>(mask));
+    long r = own(SYS_sched_getaffinity, 0, sizeof mask, reinterpret_cast<long>(mask));
     if (r <= 0) return 1;
     int n = 0;
     for (long i = 0; i < r / static_cast<long>(sizeof mask[0]); ++i)
@@ -321,7 +321,7 @@ namespace {
 // The first n bytes of a small file (one open, read and close, raw): the
 // bytes read, or < 0.
 long read_small_file(const char* path, char* buf, std::size_t n) noexcept {
-    const long fd = raw(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+    const long fd = own(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return fd;
     const long got = read(static_cast<int>(fd), buf, n);
     close(static_cast<int>(fd));
