@@ -18,7 +18,7 @@
 #       changes nothing until the admin uncomments a line
 #
 # The manual pages and the completion are written by `pipespin gen-docs`
-# from the command and option tables (tools/cli_docs.cpp), never by hand.
+# from the command and option tables (tools/gendoc/main.cpp), never by hand.
 include(GNUInstallDirs)
 
 # Libraries are mapped, never executed: 0644, as Debian wants them.

@@ -1,9 +1,9 @@
-// bench matrix's acceptance arithmetic (tools/matrix_verdict.h): the bound a
+// bench matrix's acceptance arithmetic (tools/bench/matrix/verdict.h): the bound a
 // floor puts on a wall speed-up, and which verdict a check gets with it.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
-#include "matrix_verdict.h"
+#include "bench/matrix/verdict.h"
 
 using namespace pipespin::cli;
 
