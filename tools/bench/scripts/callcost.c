@@ -1,6 +1,6 @@
 /* N rounds of a 100-byte write and read on one pipe that never waits: what
  * a call on a stream costs in instructions, the kernel's work aside
- * (tools/bench/callcost.sh). */
+ * (tools/bench/scripts/callcost.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

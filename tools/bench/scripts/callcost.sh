@@ -2,13 +2,13 @@
 # What the shim's code costs a read or write on a pipe that does not wait,
 # in user-space instructions (valgrind's callgrind: exact, not noisy),
 # without and with the shim: a 100-byte write and read on one pipe
-# (tools/bench/callcost.c), run for ROUNDS and 2 x ROUNDS pairs, so that the
+# (tools/bench/scripts/callcost.c), run for ROUNDS and 2 x ROUNDS pairs, so that the
 # difference leaves out start-up. Prints instructions per write+read pair
 # for no shim, the empty preload, and pipespin in modes off, fixed and
 # adaptive (adaptive soon stops spinning on a pipe that never waits: its
 # calls are those of a run of not spinning). Needs valgrind
 # (apt-get install valgrind; not a build dependency).
-#   usage: tools/bench/callcost.sh [BUILD_DIR] [ROUNDS]
+#   usage: tools/bench/scripts/callcost.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}

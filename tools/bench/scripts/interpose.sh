@@ -2,14 +2,14 @@
 # What interposing read and write costs a workload where every call is
 # followed by a switch to another process (hackbench: 40-160 processes on a
 # few CPUs), measured side by side: no shim, the least possible wrapper
-# (tools/bench/minshim.c: a tail call to libc's read/write), and pipespin in
+# (tools/bench/scripts/minshim.c: a tail call to libc's read/write), and pipespin in
 # modes off and adaptive; with OTHER_BUILD set to another build directory,
 # that build's library too, in adaptive mode or OTHER_MODE (to compare two
 # versions of the shim in one run). Each round runs every arm once, interleaved, starting
 # one arm further on each round; medians of wall and CPU (user+sys of the
 # command and its children), ratios to no shim, and a 95% bootstrap
 # interval of the wall ratio are printed as a Markdown table.
-#   usage: [OTHER_BUILD=DIR [OTHER_MODE=off|fixed|adaptive]] tools/bench/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
+#   usage: [OTHER_BUILD=DIR [OTHER_MODE=off|fixed|adaptive]] tools/bench/scripts/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
 #   default CMD: hackbench -p -g 2 -l 500 (Debian's rt-tests)
 set -euo pipefail
 . "$(dirname "$0")/common.sh"

@@ -1,6 +1,6 @@
 /* The least an LD_PRELOAD read/write wrapper can be: resolve the next read
  * and write once, then tail-call them, so that libc returns straight to the
- * program. tools/bench/interpose.sh measures pipespin against it: what any
+ * program. tools/bench/scripts/interpose.sh measures pipespin against it: what any
  * interposition costs a workload, and what pipespin adds to that. Not
  * installed; built by the script with the system's C compiler. */
 #define _GNU_SOURCE

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Both ends of a ping-pong on one CPU, where the shim believes it has two
-# (tools/bench/onecpu.c: the processes pin themselves after start), in
+# (tools/bench/scripts/onecpu.c: the processes pin themselves after start), in
 # several arms side by side: each arm a library and a mode (NAME=LIB@MODE;
 # LIB "none" for no preload), run once per round, interleaved, each round
 # starting one arm further on. Per arm: the median µs per round trip with its
@@ -9,8 +9,8 @@
 # median ms spent spinning, over both processes. STATS=0 leaves the
 # statistics off (they count every call, which mode off otherwise does not:
 # engine.h, Runtime::inert), and the spin columns empty.
-#   usage: [ROUNDS=15] [TRIPS=2000] [STATS=1] tools/bench/onecpu.sh NAME=LIB@MODE ...
-#   e.g.   tools/bench/onecpu.sh none=none adaptive=build/lib/libpipespin.so@adaptive \
+#   usage: [ROUNDS=15] [TRIPS=2000] [STATS=1] tools/bench/scripts/onecpu.sh NAME=LIB@MODE ...
+#   e.g.   tools/bench/scripts/onecpu.sh none=none adaptive=build/lib/libpipespin.so@adaptive \
 #            old=/tmp/old/libpipespin.so@adaptive fixed=build/lib/libpipespin.so@fixed
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -46,7 +46,7 @@ PY
 }
 bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
-echo "tools/bench/onecpu.c: $trips round trips, both processes pinned to CPU 0 after start; $rounds rounds, arms interleaved"
+echo "tools/bench/scripts/onecpu.c: $trips round trips, both processes pinned to CPU 0 after start; $rounds rounds, arms interleaved"
 echo
 python3 - "$work/samples" "${names[@]}" <<'PY'
 import statistics as st, sys

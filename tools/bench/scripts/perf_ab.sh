@@ -11,8 +11,8 @@
 # arm those are the runs whose pair spent a stretch on one CPU, where a spin
 # cannot help (docs/policy.md, known limits). What is compared is the loop
 # perf times, not the process start around it.
-#   usage: [ROUNDS=40] [LOOPS=20000] tools/bench/perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]
-#   e.g.   tools/bench/perf_ab.sh fixed=build/lib/libpipespin.so@fixed \
+#   usage: [ROUNDS=40] [LOOPS=20000] tools/bench/scripts/perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]
+#   e.g.   tools/bench/scripts/perf_ab.sh fixed=build/lib/libpipespin.so@fixed \
 #            adaptive=build/lib/libpipespin.so@adaptive old=/tmp/old/libpipespin.so@adaptive
 #          (add `-- -T` for the two-thread variant)
 set -euo pipefail

@@ -3,7 +3,7 @@
 # mode (and no shim) on a ping-pong (perf bench sched pipe, µs per round
 # trip) and on a streaming pipe (dd | cat, wall seconds), and prints medians
 # as a Markdown table.
-#   usage: tools/bench/probes.sh [BUILD_DIR] [ROUNDS]
+#   usage: tools/bench/scripts/probes.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}

@@ -11,9 +11,9 @@
 # no-shim median wall time, each arm's wall ratio (no shim / arm: below 1
 # is slower) with a 95% bootstrap interval over whole rounds, and its CPU
 # ratio (arm / no shim: user+sys of the command and its children).
-#   usage: [ROUNDS=11] [CASES=gcc-pipe,make-c,...] tools/bench/programs.sh [BUILD_DIR] [NAME=LIB@MODE...]
-#   e.g.   tools/bench/programs.sh build
-#          tools/bench/programs.sh build new=build/lib/libpipespin.so@adaptive \
+#   usage: [ROUNDS=11] [CASES=gcc-pipe,make-c,...] tools/bench/scripts/programs.sh [BUILD_DIR] [NAME=LIB@MODE...]
+#   e.g.   tools/bench/scripts/programs.sh build
+#          tools/bench/scripts/programs.sh build new=build/lib/libpipespin.so@adaptive \
 #            old=/tmp/old/lib/libpipespin.so@adaptive
 set -euo pipefail
 . "$(dirname "$0")/common.sh"

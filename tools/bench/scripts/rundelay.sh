@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Whether a missed spin's run delay tells a peer on this thread's CPU from a
-# peer on its own CPU that wakes slowly (tools/bench/rundelay.c; no shim
+# peer on its own CPU that wakes slowly (tools/bench/scripts/rundelay.c; no shim
 # involved: it measures the signal, not pipespin). Three placements, run in
 # turn ROUNDS times: both ends on CPU 0 and both spinning (each answer comes
 # a whole spin of the peer's late), the ends on CPUs 0 and 1 with the peer
 # blocking and a short budget (so that its wake-ups outlast the spin), and
 # both on CPU 0 with the peer blocking (a direct switch).
-#   usage: tools/bench/rundelay.sh [ROUNDS] [ROUND_TRIPS] [BUDGET_US] [SHORT_BUDGET_US]
+#   usage: tools/bench/scripts/rundelay.sh [ROUNDS] [ROUND_TRIPS] [BUDGET_US] [SHORT_BUDGET_US]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 rounds=${1:-3}

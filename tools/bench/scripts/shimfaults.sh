@@ -15,8 +15,8 @@
 # can differ from the next by a fault per process; the mean of a few runs
 # evens that out. An arm without a shim library ("none", or a library of
 # another name, such as the empty preload) counts only its total.
-#   usage: [RUNS=5] tools/bench/shimfaults.sh NAME=LIB@MODE ... -- CMD ARGS...
-#   e.g.   tools/bench/shimfaults.sh off=build/lib/libpipespin.so@off \
+#   usage: [RUNS=5] tools/bench/scripts/shimfaults.sh NAME=LIB@MODE ... -- CMD ARGS...
+#   e.g.   tools/bench/scripts/shimfaults.sh off=build/lib/libpipespin.so@off \
 #            adaptive=build/lib/libpipespin.so@adaptive old=/tmp/old/libpipespin.so@adaptive \
 #            -- sh -c 'seq 500 | xargs -n1 true'
 set -euo pipefail

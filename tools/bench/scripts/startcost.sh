@@ -10,8 +10,8 @@
 # arm. Each arm runs with PIPESPIN_MODE=off, or MODE; NAME=LIB@MODE sets
 # that arm's own (LIB@ none at all: the default settings, no PIPESPIN_*
 # variable), NAME=LIB@MODE@VAR=VALUE one more variable.
-#   usage: [SPAWNS=200] [ROUNDS=41] [MODE=off] tools/bench/startcost.sh NAME=LIB[@MODE[@VAR=VALUE]] ...
-#   e.g.   tools/bench/startcost.sh empty=build/lib/libpipespin-empty.so \
+#   usage: [SPAWNS=200] [ROUNDS=41] [MODE=off] tools/bench/scripts/startcost.sh NAME=LIB[@MODE[@VAR=VALUE]] ...
+#   e.g.   tools/bench/scripts/startcost.sh empty=build/lib/libpipespin-empty.so \
 #            old=/tmp/base/libpipespin.so new=build/lib/libpipespin.so new-default=build/lib/libpipespin.so@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"

@@ -1,5 +1,5 @@
 // The system calls (and the time) a call that cannot or need not wait on a
-// pipe costs, for tools/bench/waitcalls.sh. Each case prints "ops N" and
+// pipe costs, for tools/bench/scripts/waitcalls.sh. Each case prints "ops N" and
 // "ns_per_op X" (wall time over its loop).
 //   eagain N     N reads of an empty pipe in non-blocking mode (EAGAIN):
 //                an event loop's read-until-EAGAIN

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system calls a call on a pipe (or a set) costs where it cannot or need
-# not wait, with and without the shim, and its time: tools/bench/waitcalls.c's
+# not wait, with and without the shim, and its time: tools/bench/scripts/waitcalls.c's
 # cases (eagain: reads of an empty non-blocking pipe; pollsock: a ping-pong
 # over a socketpair, each side poll()ing before it reads, a set without a
 # pipe; pollslow: a poll and a read per byte of a pipe written every 100 us,
@@ -11,7 +11,7 @@
 # (LIB none: no preload); by default no shim, off, adaptive and fixed of
 # BUILD_DIR's library. Needs strace.
 # eagain makes N operations, pollsock N/10, pollslow N/100.
-#   usage: [ROUNDS=9] [N=100000] tools/bench/waitcalls.sh [BUILD_DIR] [NAME=LIB@MODE...]
+#   usage: [ROUNDS=9] [N=100000] tools/bench/scripts/waitcalls.sh [BUILD_DIR] [NAME=LIB@MODE...]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What each blocking read's wake-up costs a reader whose writer sends a byte
-# every 2 ms (tools/bench/wakeup.c), in each placement of the two ends, side
+# every 2 ms (tools/bench/scripts/wakeup.c), in each placement of the two ends, side
 # by side: no shim, the empty preload, and pipespin off, adaptive, and
 # adaptive with spin_read=off. Each round runs every arm once in every
 # placement, interleaved; prints per placement and arm the median reader run
@@ -8,7 +8,7 @@
 # the ratio to no shim. With OTHER_BUILD, two more arms run that build's
 # library in modes off and adaptive ("off, other", "adaptive, other"), to
 # compare two versions of the shim in one run.
-#   usage: tools/bench/wakeup.sh [BUILD_DIR] [ROUNDS] [READS] [OTHER_BUILD]
+#   usage: tools/bench/scripts/wakeup.sh [BUILD_DIR] [ROUNDS] [READS] [OTHER_BUILD]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 build=${1:-build}
