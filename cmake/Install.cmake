@@ -17,8 +17,9 @@
 #       preload.conf.example with every line commented out, so that it
 #       changes nothing until the admin uncomments a line
 #
-# The manual pages and the completion are written by `pipespin gen-docs`
-# from the command and option tables (tools/gendoc/main.cpp), never by hand.
+# The manual pages and the completion are written by pipespin-gendoc
+# (tools/gendoc) from the command and option tables, never by hand. The lab
+# (pipespin-bench) and the generator are not installed.
 include(GNUInstallDirs)
 
 # Libraries are mapped, never executed: 0644, as Debian wants them.
@@ -38,8 +39,8 @@ endif()
 function(pipespin_gen_doc output)
   add_custom_command(OUTPUT ${PIPESPIN_GEN_DIR}/${output}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PIPESPIN_GEN_DIR}
-    COMMAND $<TARGET_FILE:pipespin_cli> gen-docs ${ARGN} --output ${PIPESPIN_GEN_DIR}/${output}
-    DEPENDS pipespin_cli ${PIPESPIN_EXAMPLE}
+    COMMAND $<TARGET_FILE:pipespin_gendoc> ${ARGN} --output ${PIPESPIN_GEN_DIR}/${output}
+    DEPENDS pipespin_gendoc ${PIPESPIN_EXAMPLE}
     COMMENT "Writing ${output} from the command and option tables"
     VERBATIM)
 endfunction()

@@ -116,6 +116,14 @@ unset LD_PRELOAD PIPESPIN_LIBRARY
 for v in $(compgen -e | grep '^PIPESPIN_' || true); do unset "$v"; done
 
 [ "$(command -v pipespin)" = /usr/bin/pipespin ] || fail "pipespin on PATH is $(command -v pipespin)"
+# The user's commands only: the lab (pipespin-bench) is not in the package
+# (the file list above), and pipespin knows none of its commands.
+pipespin --help >"$work/help"
+for c in bench matrix coverage worker bench-worker gen-docs; do
+  ! grep -qw -- "$c" "$work/help" || fail "pipespin --help offers the lab's $c"
+  ! pipespin "$c" --help >/dev/null 2>&1 || fail "the installed pipespin has the lab's $c"
+done
+say "pipespin --help lists only the user's commands"
 [ "$(pipespin --version)" = "pipespin $version" ] || fail "pipespin --version says '$(pipespin --version)'"
 say "pipespin --version: $(pipespin --version)"
 
@@ -168,7 +176,7 @@ for name in systemd-dropin:Environment= dockerfile:ENV\ ; do
   expect_in "$work/env" "LD_PRELOAD=$libdir/libpipespin.so"
   mapfile -t assignments <"$work/env"
   env -i PATH=/usr/bin:/bin "${assignments[@]}" PIPESPIN_LOG=info \
-    pipespin bench-worker pingpong --expect-shim 500 >/dev/null 2>"$work/env.err" ||
+    pipespin pingpong-worker pingpong --expect-shim 500 >/dev/null 2>"$work/env.err" ||
     { cat "$work/env.err" >&2; fail "a program with the ${name%%:*} snippet's environment did not load the shim"; }
   expect_in "$work/env.err" "pipespin: info: exit pid="
   say "the ${name%%:*} snippet's environment loads $libdir/libpipespin.so"

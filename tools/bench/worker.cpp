@@ -1,36 +1,23 @@
-// pipespin bench-worker: the measured loops of `pipespin bench`.
+// pipespin-bench worker: the measured loops of the lab, beside pipespin
+// pingpong's (tools/cli/worker.h: the contract, and pingpong and floor).
 //
-// LD_PRELOAD only takes effect at exec, so `bench` re-executes this binary
-// once per configuration and sample, each time with the environment of that
-// configuration. The loops use plain read()/write()/pipe() so that the shim,
-// when present, intercepts them exactly as it would in any program.
+//   pipespin-bench worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
+//   pipespin-bench worker floor|floor-blocks|sparse|spawn|fork [--expect-...] N
+//   pipespin-bench worker fork-twin        (fork's other half: see fork_paired())
+//   pipespin-bench worker relay|feed ...   (coverage/worker.cpp)
 //
-// Contract with `bench`: on success the worker prints one number and nothing
-// else on stdout (pingpong, floor: the mean µs per round trip; floor-blocks:
-// the mean µs of copying a 64 KiB block in and out; sparse: the consumer's
-// CPU µs over its reads; spawn and fork: the median µs a process start or a
-// fork took over one without any preload); anything
-// else goes to stderr with a nonzero exit. --expect-shim /
-// --expect-no-shim make the worker fail when the shim's presence is not what
-// the configuration needs, so a library the loader refused (it says so on
-// stderr and carries on) cannot pass for a measurement of the shim.
-//
-//   pipespin bench-worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
-//   pipespin bench-worker floor [--expect-shim|--expect-no-shim] N
-//   pipespin bench-worker floor-blocks [--expect-shim|--expect-no-shim] N
-//   pipespin bench-worker sparse [--expect-shim|--expect-no-shim] N
-//   pipespin bench-worker spawn|fork [--expect-shim|--expect-no-shim] N
-//   pipespin bench-worker fork-twin        (fork's other half: see fork_paired())
-//   pipespin bench-worker relay|feed ...   (bench/coverage/worker.cpp)
+// What each prints: pingpong, floor: the mean µs per round trip;
+// floor-blocks: the mean µs of copying a 64 KiB block in and out; sparse:
+// the consumer's CPU µs over its reads; spawn and fork: the median µs a
+// process start or a fork took over one without any preload.
 //
 // floor, floor-blocks: the pipe traffic of a ping-pong (N round trips) or of
 // `dd bs=64k | cat` (N blocks) within one thread, the least that traffic can
-// cost here; `bench matrix` divides by them to bound its speed-ups. A round
-// trip's four calls follow each other in any schedule, so all of them count.
-// Of a block only the copies count: the kernel copies into and out of a
-// pipe under the pipe's mutex, so a writer's and a reader's copies never
-// overlap, but their syscalls' own cost could (floor-blocks subtracts the
-// same number of zero-length write+read pairs).
+// cost here; `matrix` divides by them to bound its speed-ups. Of a block
+// only the copies count: the kernel copies into and out of a pipe under the
+// pipe's mutex, so a writer's and a reader's copies never overlap, but their
+// syscalls' own cost could (floor-blocks subtracts the same number of
+// zero-length write+read pairs).
 //
 // sparse: a forked producer writes N bytes, one every 2 ms on absolute
 // deadlines, then closes its end; this process, the consumer, reads one byte
@@ -48,9 +35,8 @@
 // The forks are made by two twins of this worker, one in its environment and
 // one without LD_PRELOAD, in turn; what is printed is the median difference
 // (fork_paired()).
-#include <spawn.h>
 #include <fcntl.h>
-#include <link.h>
+#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -62,154 +48,23 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
-#include "cli/util/args.h"
+#include "bench/bench.h"
 #include "cli/util/library.h"
 #include "cli/util/spawn.h"
 #include "cli/util/statistics.h"
 #include "cli/util/text.h"
+#include "cli/worker.h"
 
 extern char** environ;
 
-namespace pipespin::cli {
+namespace pipespin::bench {
 namespace {
 
-struct Pipe {
-    int r = -1, w = -1;
-};
-
-Pipe make_pipe() {
-    int fds[2];
-    // pipe(), not pipe2(): the plainest way a program makes one.
-    if (::pipe(fds) != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: pipe: {}", std::strerror(errno)));
-    return {fds[0], fds[1]};
-}
-
-// 0 on success, else an errno value (EPIPE for an unexpected EOF). No
-// exceptions: these also run in a forked child and in a peer thread.
-int put_byte(int fd) {
-    const char c = 'x';
-    for (;;) {
-        ssize_t n = ::write(fd, &c, 1);
-        if (n == 1) return 0;
-        if (n < 0 && errno != EINTR) return errno;
-    }
-}
-
-// 1: got a byte, 0: EOF, -errno: failure.
-int get_byte(int fd) {
-    char c;
-    for (;;) {
-        ssize_t n = ::read(fd, &c, 1);
-        if (n >= 0) return static_cast<int>(n);
-        if (errno != EINTR) return -errno;
-    }
-}
-
-// The peer: echo every byte from `in` to `out` until EOF.
-int echo(int in, int out) {
-    for (;;) {
-        int got = get_byte(in);
-        if (got == 0) return 0;
-        if (got < 0) return -got;
-        if (int err = put_byte(out); err != 0) return err;
-    }
-}
-
-int ping(int out, int in, std::uint64_t n) {
-    for (std::uint64_t i = 0; i < n; ++i) {
-        if (int err = put_byte(out); err != 0) return err;
-        int got = get_byte(in);
-        if (got <= 0) return got == 0 ? EPIPE : -got;
-    }
-    return 0;
-}
-
-void check(int err, std::string_view what) {
-    if (err != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: {}: {}", what, std::strerror(err)));
-}
-
-using Clock = std::chrono::steady_clock;
-
-double us_per(Clock::duration d, std::uint64_t n) {
-    return std::chrono::duration<double, std::micro>(d).count() / static_cast<double>(n);
-}
-
-// A short warm-up first so that the timed part sees both peers scheduled,
-// pages touched and the shim's per-fd state settled.
-std::uint64_t warmup_of(std::uint64_t n) {
-    return n / 10;
-}
-
-double pingpong_processes(std::uint64_t n) {
-    Pipe a = make_pipe(), b = make_pipe();
-    pid_t pid = ::fork();
-    if (pid < 0) check(errno, "fork");
-    if (pid == 0) {
-        ::close(a.w);
-        ::close(b.r);
-        ::_exit(echo(a.r, b.w) == 0 ? 0 : 1);
-    }
-    ::close(a.r);
-    ::close(b.w);
-    check(ping(a.w, b.r, warmup_of(n)), "ping-pong");
-    const auto t0 = Clock::now();
-    check(ping(a.w, b.r, n), "ping-pong");
-    const auto t1 = Clock::now();
-    ::close(a.w);  // the peer sees EOF and exits
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    ::close(b.r);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Failure(kExitFailure,
-                      fmt::format("bench-worker: peer process {}", describe_wait_status(status)));
-    return us_per(t1 - t0, n);
-}
-
-double pingpong_threads(std::uint64_t n) {
-    Pipe a = make_pipe(), b = make_pipe();
-    int peer_err = 0;
-    std::thread peer([&] { peer_err = echo(a.r, b.w); });
-    int err = ping(a.w, b.r, warmup_of(n));
-    const auto t0 = Clock::now();
-    if (err == 0) err = ping(a.w, b.r, n);
-    const auto t1 = Clock::now();
-    ::close(a.w);  // the peer sees EOF and returns
-    peer.join();
-    for (int fd : {a.r, b.r, b.w}) ::close(fd);
-    check(err, "ping-pong");
-    check(peer_err, "peer thread");
-    return us_per(t1 - t0, n);
-}
-
-// The same four pipe operations as a round trip, with no second party: the
-// cost of the syscalls alone, which no amount of spinning can go below.
-double floor_one_thread(std::uint64_t n) {
-    Pipe a = make_pipe(), b = make_pipe();
-    auto trip = [&](std::uint64_t count) {
-        for (std::uint64_t i = 0; i < count; ++i) {
-            for (const Pipe& p : {a, b}) {
-                if (int err = put_byte(p.w); err != 0) return err;
-                if (int got = get_byte(p.r); got <= 0) return got == 0 ? EPIPE : -got;
-            }
-        }
-        return 0;
-    };
-    check(trip(warmup_of(n)), "floor");
-    const auto t0 = Clock::now();
-    check(trip(n), "floor");
-    const auto t1 = Clock::now();
-    for (int fd : {a.r, a.w, b.r, b.w}) ::close(fd);
-    return us_per(t1 - t0, n);
-}
+using namespace cli::worker;
 
 constexpr int kBlockBytes = 64 * 1024;  // dd's bs=64k in the matrix's dd-cat
 
@@ -238,7 +93,7 @@ double floor_blocks(std::uint64_t n) {
     const int size = ::fcntl(p.w, F_GETPIPE_SZ);
     if (size < kBlockBytes && ::fcntl(p.w, F_SETPIPE_SZ, kBlockBytes) < kBlockBytes)
         throw Failure(kExitFailure,
-                      fmt::format("bench-worker: a pipe holds {} bytes here, less than a {}-byte "
+                      fmt::format("worker: a pipe holds {} bytes here, less than a {}-byte "
                                   "block, and F_SETPIPE_SZ failed: {}",
                                   size, kBlockBytes, std::strerror(errno)));
     std::vector<char> out(kBlockBytes, 'x'), in(kBlockBytes, 0);
@@ -323,11 +178,11 @@ double sparse_consumer_cpu(std::uint64_t n) {
     }
     check(rc < 0 ? -rc : 0, "sparse read");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: producer process {}",
-                                                describe_wait_status(status)));
+        throw Failure(kExitFailure,
+                      fmt::format("worker: producer process {}", describe_wait_status(status)));
     if (got != n)
         throw Failure(kExitFailure,
-                      fmt::format("bench-worker: sparse read {} bytes, expected {}", got, n));
+                      fmt::format("worker: sparse read {} bytes, expected {}", got, n));
     return cpu1 - cpu0;
 }
 
@@ -337,8 +192,8 @@ void reap(pid_t pid, std::string_view what) {
     while (::waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) check(errno, "waitpid");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: {}: a child {}", what,
-                                                describe_wait_status(status)));
+        throw Failure(kExitFailure,
+                      fmt::format("worker: {}: a child {}", what, describe_wait_status(status)));
 }
 
 // This process's environment without LD_PRELOAD, null-terminated for exec.
@@ -410,7 +265,7 @@ int fork_twin() {
     return 0;
 }
 
-// A fork server: a twin of this worker (`bench-worker fork-twin`) in the
+// A fork server: a twin of this worker (`worker fork-twin`) in the
 // environment given, which forks once for each byte it reads.
 struct ForkTwin {
     pid_t pid = -1;
@@ -424,7 +279,7 @@ struct ForkTwin {
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, to_twin[0], 0);
         posix_spawn_file_actions_adddup2(&fa, from_twin[1], 1);
-        char arg0[] = "pipespin", arg1[] = "bench-worker", arg2[] = "fork-twin";
+        char arg0[] = "pipespin-bench", arg1[] = "worker", arg2[] = "fork-twin";
         char* argv[] = {arg0, arg1, arg2, nullptr};
         const int rc = ::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv, env);
         posix_spawn_file_actions_destroy(&fa);
@@ -440,7 +295,7 @@ struct ForkTwin {
         double us = 0;
         if (::syscall(SYS_write, to, &c, 1) != 1 ||
             ::syscall(SYS_read, from, &us, sizeof us) != static_cast<long>(sizeof us))
-            throw Failure(kExitFailure, "bench-worker: fork: a twin stopped answering");
+            throw Failure(kExitFailure, "worker: fork: a twin stopped answering");
         return us;
     }
     void finish() {
@@ -485,64 +340,44 @@ double fork_paired(std::uint64_t n) {
     return summarize(over).median;
 }
 
-bool shim_loaded() {
-    bool found = false;
-    ::dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* data) {
-            if (info->dlpi_name != nullptr && is_shim_entry(info->dlpi_name)) {
-                *static_cast<bool*>(data) = true;
-                return 1;
-            }
-            return 0;
-        },
-        &found);
-    return found;
+double floor_blocks_loop(std::uint64_t n, bool) {
+    return floor_blocks(n);
 }
+double sparse_loop(std::uint64_t n, bool) {
+    return sparse_consumer_cpu(n);
+}
+double spawn_loop(std::uint64_t n, bool) {
+    return spawn_true(n);
+}
+double fork_loop(std::uint64_t n, bool) {
+    return fork_paired(n);
+}
+
+constexpr Loop kLabLoops[] = {
+    {"floor-blocks", "dd bs=64k | cat's traffic within one thread; prints µs per block",
+     floor_blocks_loop},
+    {"sparse", "a consumer of N bytes written every 2 ms; prints its CPU µs", sparse_loop},
+    {"spawn", "posix_spawn of /bin/true, paired with one without preload; prints the µs added",
+     spawn_loop},
+    {"fork", "fork and wait, paired with a twin without preload; prints the µs added", fork_loop},
+};
 
 }  // namespace
 
-int bench_worker_main(Args args) {
-    ArgCursor cur("bench-worker", args);
-    const std::string_view kind = cur.take_word();
-    if (kind == "relay" || kind == "feed") return coverage_worker(kind, cur);
-    if (kind == "fork-twin") {
-        if (!cur.done()) cur.fail_unknown();
-        return fork_twin() == 0 ? kExitOk : kExitFailure;
-    }
-    constexpr std::string_view kLoops[] = {"pingpong", "floor", "floor-blocks",
-                                           "sparse",   "spawn", "fork"};
-    if (std::find(std::begin(kLoops), std::end(kLoops), kind) == std::end(kLoops))
-        throw UsageError(fmt::format("bench-worker: unknown loop '{}'", printable(kind)));
-    bool threads = false;
-    std::optional<bool> expect_shim;
-    while (cur.at_flag()) {
-        if (kind == "pingpong" && cur.take_flag("--threads"))
-            threads = true;
-        else if (cur.take_flag("--expect-shim"))
-            expect_shim = true;
-        else if (cur.take_flag("--expect-no-shim"))
-            expect_shim = false;
-        else
-            cur.fail_unknown();
-    }
-    const std::uint64_t n = parse_count("bench-worker", "N", cur.take_word(), 1, 1'000'000'000);
-    if (!cur.done()) cur.fail_unknown();
-
-    if (expect_shim && shim_loaded() != *expect_shim)
-        throw Failure(kExitFailure, fmt::format("bench-worker: {} is {}loaded, but this "
-                                                "configuration needs it {}",
-                                                kLibraryName, *expect_shim ? "not " : "",
-                                                *expect_shim ? "loaded" : "absent"));
-
-    const double us = kind == "sparse"         ? sparse_consumer_cpu(n)
-                      : kind == "spawn"        ? spawn_true(n)
-                      : kind == "fork"         ? fork_paired(n)
-                      : kind == "floor"        ? floor_one_thread(n)
-                      : kind == "floor-blocks" ? floor_blocks(n)
-                      : threads                ? pingpong_threads(n)
-                                               : pingpong_processes(n);
-    fmt::print("{:.4f}\n", us);  // may be negative: spawn's difference
-    return kExitOk;
+Action define_worker(CLI::App& app) {
+    app.description(
+        "What the lab's benchmarks re-execute once per sample, in each arm's environment: "
+        "one command per loop, each printing one number on stdout (cli/worker.h).");
+    static const std::vector<Loop> loops = [] {
+        std::vector<Loop> all(pingpong_loops().begin(), pingpong_loops().end());
+        all.insert(all.end(), std::begin(kLabLoops), std::end(kLabLoops));
+        return all;
+    }();
+    auto subs = define_loops(app, loops);
+    CLI::App* twin = app.add_subcommand("fork-twin", "fork's other half (see fork_paired())");
+    subs.emplace_back(twin, [](Args) { return fork_twin() == 0 ? kExitOk : kExitFailure; });
+    for (auto& sub : define_coverage_loops(app)) subs.push_back(std::move(sub));
+    return dispatch(app, std::move(subs));
 }
 
-}  // namespace pipespin::cli
+}  // namespace pipespin::bench

@@ -22,13 +22,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/commands.h"
 #include "cli/stats/lines.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
@@ -93,36 +94,6 @@ Moments moments(const std::vector<double>& v) {
 
 double median(std::vector<double> v) {
     return summarize(v).median;
-}
-
-AbArgs parse_args(Args args) {
-    ArgCursor cur("ab", args);
-    AbArgs a;
-    while (cur.at_flag()) {
-        if (auto v = cur.take_value("-n"))
-            a.runs = parse_count("ab", "-n", *v, 2, 100000);
-        else if (auto v = cur.take_value("--runs"))
-            a.runs = parse_count("ab", "--runs", *v, 2, 100000);
-        else if (auto v = cur.take_value("--warmup"))
-            a.warmup = parse_count("ab", "--warmup", *v, 0, 1000);
-        else if (auto v = cur.take_value("--seed"))
-            a.seed = parse_count("ab", "--seed", *v, 0, ~0ull);
-        else if (auto v = cur.take_value("--config"))
-            a.config = std::string(*v);
-        else if (auto v = cur.take_value("--plot"))
-            a.plot = std::string(*v);
-        else if (cur.take_flag("--json"))
-            a.json = true;
-        else
-            cur.fail_unknown();
-    }
-    cur.take_separator();
-    if (cur.done()) throw UsageError("ab: missing CMD");
-    while (!cur.done()) a.command.emplace_back(cur.take_word());
-    if (a.config && ::access(a.config->c_str(), R_OK) != 0)
-        throw UsageError(fmt::format("ab: cannot read --config '{}': {}", printable(*a.config),
-                                     std::strerror(errno)));
-    return a;
 }
 
 RunStats read_run_stats(const fs::path& file, std::string_view arm) {
@@ -306,32 +277,7 @@ Chart ab_chart(const ArmRuns (&arms)[2], const RatioTest& t, const AbArgs& a) {
     };
 }
 
-}  // namespace
-
-std::string ab_usage() {
-    return usage_entry(
-        "  pipespin ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--plot FILE]\n"
-        "              [--] CMD [ARGS...]\n",
-        "A/B test of the shim on CMD: N runs (default 10) per arm after W warm-up runs "
-        "(default 1), control and treatment alternating (ABBA). Both arms preload the shim; "
-        "the control arm is PIPESPIN_AB=0 (mode off: interposed, never spinning), the "
-        "treatment PIPESPIN_AB=100 (the configuration you have: PIPESPIN_* variables, and "
-        "FILE as PIPESPIN_CONFIG). Reports wall, user and system time of the whole process "
-        "tree (mean ± σ, range, median), the shim's counters, the ratio of median wall times "
-        "(control/treatment, above 1 = treatment faster) with a 95% bootstrap interval "
-        "(10000 resamples, seed S, default 1), and a verdict: faster or slower only when the "
-        "interval excludes 1, else no significant difference; the same ratio and interval "
-        "for CPU time and for voluntary context switches, which are reported per run and "
-        "per call the shim saw (a ratio or bound that is infinite, where a median is 0 "
-        "switches, prints as - and as null in JSON). --json: one object; --plot: the runs of both "
-        "arms as a PNG "
-        "(gnuplot), a box per arm (quartiles, whiskers to min and max, a line at the median) "
-        "with every run as a point; a FILE ending in .gp gets the gnuplot script instead, data "
-        "included, which draws the PNG of the same name when run. Fails if CMD fails in any run.");
-}
-
-int ab_main(Args args) {
-    const AbArgs a = parse_args(args);
+int ab_run(const AbArgs& a) {
     const std::string library = find_library();
     const std::optional<std::string> path = resolve_command(a.command[0]);
     if (!path)
@@ -478,6 +424,43 @@ int ab_main(Args args) {
             "excludes 1)\n",
             t.verdict, std::abs(1 / t.ratio - 1) * 100, t.ratio > 1 ? "lower" : "higher");
     return kExitOk;
+}
+
+}  // namespace
+
+Action define_ab(CLI::App& app) {
+    auto a = std::make_shared<AbArgs>();
+    app.description(
+        "A/B test of the shim on CMD: N runs per arm after W warm-up runs, control and "
+        "treatment alternating (ABBA). Both arms preload the shim; the control arm is "
+        "PIPESPIN_AB=0 (mode off: interposed, never spinning), the treatment PIPESPIN_AB=100 "
+        "(the configuration you have: PIPESPIN_* variables, and FILE as PIPESPIN_CONFIG). "
+        "Fails if CMD fails in any run.\n"
+        "Reports wall, user and system time of the whole process tree (mean ± σ, range, "
+        "median), the shim's counters, the ratio of median wall times (control/treatment, "
+        "above 1 = treatment faster) with a 95% bootstrap interval (10000 resamples), and a "
+        "verdict: faster or slower only when the interval excludes 1, else no significant "
+        "difference; the same ratio and interval for CPU time and for voluntary context "
+        "switches, which are reported per run and per call the shim saw (a ratio or bound "
+        "that is infinite, where a median is 0 switches, prints as - and as null in JSON).");
+    add_count(app, "-n,--runs", a->runs, 2, 100000, "measured runs per arm");
+    add_count(app, "--warmup", a->warmup, 0, 1000, "runs per arm before those, not counted", "W");
+    add_file(app, "--config", a->config, "the treatment's config file (PIPESPIN_CONFIG)");
+    add_count(app, "--seed", a->seed, 0, ~0ull, "the bootstrap's seed", "S");
+    app.add_flag("--json", a->json, "print one JSON object instead");
+    add_file(app, "--plot", a->plot,
+             "draw the runs of both arms as a PNG (gnuplot): a box per arm (quartiles, whiskers "
+             "to min and max, a line at the median) with every run as a point; a FILE ending "
+             "in .gp gets the gnuplot script instead, data included");
+    app.add_option("CMD", a->command, "the command and its arguments");
+    app.positionals_at_end();
+    return [a](Args) {
+        if (a->command.empty()) throw UsageError("ab: missing CMD");
+        if (a->config && ::access(a->config->c_str(), R_OK) != 0)
+            throw UsageError(fmt::format("ab: cannot read --config '{}': {}", printable(*a->config),
+                                         std::strerror(errno)));
+        return ab_run(*a);
+    };
 }
 
 }  // namespace pipespin::cli

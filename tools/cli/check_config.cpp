@@ -2,18 +2,17 @@
 //
 // The parser is the shim's own (src/core/config.h), run here with its
 // problems collected, so that the checker and the shim cannot disagree.
-// Also the shared printing for `run --print-config`, and the generator of
-// preload.conf.example (--example) from the option table.
-#include <limits.h>
-#include <stdlib.h>
+// Also the generator of preload.conf.example (--example) from the option
+// table.
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/resolved.h"
 #include "cli/util/text.h"
 #include "core/config.h"
 
@@ -110,112 +109,46 @@ std::string example_text() {
 
 }  // namespace
 
-std::string check_config_usage() {
-    return usage_entry(
-        "  pipespin check-config [--program NAME] FILE\n"
-        "  pipespin check-config --example\n",
+Action define_check_config(CLI::App& app) {
+    struct Values {
+        std::optional<std::string> program;
+        bool example = false;
+        std::vector<std::string> files;
+    };
+    auto v = std::make_shared<Values>();
+    app.description(
         "Read FILE as libpipespin.so would (the same parser and checks) and print every "
-        "option's resolved value and where it came from (default or FILE:LINE), for "
-        "NAME's [program] sections when given (a basename, or a path to match "
-        "path sections), else for [global] only. Problems go to stderr; the exit "
-        "status is 1 if there was any. The environment is not consulted (see run "
-        "--print-config). --example prints a config file documenting every option "
-        "with its default (preload.conf.example).");
-}
-
-ProgramId program_id_for(std::string_view name, ProgramNames& storage) {
-    storage.exe_path.clear();
-    storage.exe_name.clear();
-    storage.argv0_name = std::string(base_name(name));
-    if (name.find('/') != std::string_view::npos) {
-        char resolved[PATH_MAX];
-        storage.exe_path =
-            ::realpath(std::string(name).c_str(), resolved) ? resolved : std::string(name);
-    }
-    storage.exe_name =
-        storage.exe_path.empty() ? storage.argv0_name : std::string(base_name(storage.exe_path));
-    return {storage.exe_path, storage.exe_name, storage.argv0_name};
-}
-
-ProgramId program_id_for_command(const std::string& path, std::string_view argv0,
-                                 ProgramNames& storage) {
-    ProgramId id = program_id_for(path, storage);
-    storage.argv0_name = std::string(base_name(argv0));
-    // A script runs as its interpreter: that is the process the shim is in.
-    std::ifstream f(path, std::ios::binary);
-    char head[2] = {};
-    if (f.read(head, 2) && head[0] == '#' && head[1] == '!') {
-        std::string line;
-        std::getline(f, line);
-        const std::size_t start = line.find_first_not_of(" \t");
-        if (start != std::string::npos) {
-            const std::size_t end = line.find_first_of(" \t\r", start);
-            const std::string interp = line.substr(start, end - start);
-            id = program_id_for(interp, storage);
-            storage.argv0_name = std::string(base_name(interp));
+        "option's resolved value and where it came from (default or FILE:LINE), for NAME's "
+        "[program] sections when given, else for [global] only. Problems go to stderr; the "
+        "exit status is 1 if there was any. The environment is not consulted (see run "
+        "--print-config).\n"
+        "--example prints a config file documenting every option with its default "
+        "(preload.conf.example).");
+    app.add_option("--program", v->program,
+                   "resolve for this program: a basename, or a path to match path sections")
+        ->type_name("NAME");
+    app.add_flag("--example", v->example,
+                 "print a config file that documents every option, instead of checking one");
+    app.add_option("FILE", v->files, "the config file to check")->type_name("FILE");
+    return [v](Args) {
+        if (v->example) {
+            if (!v->files.empty()) throw UsageError("check-config: --example takes no FILE");
+            std::fputs(example_text().c_str(), stdout);
+            return kExitOk;
         }
-    }
-    id.argv0_name = storage.argv0_name;
-    id.exe_name = storage.exe_name;
-    id.exe_path = storage.exe_path;
-    return id;
-}
-
-int print_resolved(const ConfigCheck& c, std::string_view file, const ProgramId& program) {
-    for (const std::string& p : c.problems) fmt::print(stderr, "pipespin: {}\n", p);
-    fmt::print("config:  {}\n", file.empty() ? "none" : printable(file));
-    if (!program.exe_name.empty()) {
-        fmt::print("program: {}", printable(program.exe_name));
-        if (program.argv0_name != program.exe_name)
-            fmt::print(" (argv[0] {})", printable(program.argv0_name));
-        if (!program.exe_path.empty()) fmt::print(" at {}", printable(program.exe_path));
-        fmt::print("\n");
-    }
-    fmt::print("\n{:<16} {:<24} {}\n", "option", "value", "from");
-    for (std::size_t i = 0; i < kOptionCount; ++i) {
-        const OptionSpec& spec = option_table()[i];
-        std::string value = format_option(spec, c.options);
-        if (spec.kind == OptionKind::Text) value = value.empty() ? "''" : printable(value);
-        fmt::print("{:<16} {:<24} {}\n", spec.name, value, printable(c.where[i]));
-    }
-    if (c.problem_count != 0) {
-        fmt::print(stderr, "pipespin: {} problem{}\n", c.problem_count,
-                   c.problem_count == 1 ? "" : "s");
-        return kExitFailure;
-    }
-    return kExitOk;
-}
-
-int check_config_main(Args args) {
-    ArgCursor cur("check-config", args);
-    std::optional<std::string> program;
-    bool example = false;
-    while (cur.at_flag()) {
-        if (cur.take_flag("--example")) {
-            example = true;
-        } else if (auto v = cur.take_value("--program")) {
-            if (v->empty()) throw UsageError("check-config: --program needs a NAME");
-            program = std::string(*v);
-        } else {
-            cur.fail_unknown();
-        }
-    }
-    cur.take_separator();
-    if (example) {
-        if (!cur.done()) throw UsageError("check-config: --example takes no FILE");
-        std::fputs(example_text().c_str(), stdout);
-        return kExitOk;
-    }
-    if (cur.done()) throw UsageError("check-config: missing FILE");
-    const std::string file(cur.take_word());
-    if (!cur.done())
-        throw UsageError(fmt::format("check-config: unexpected '{}'", printable(cur.peek())));
-    if (file.empty()) throw UsageError("check-config: FILE is empty");
-    ProgramNames names;
-    const ProgramId id = program ? program_id_for(*program, names) : ProgramId{};
-    const ConfigCheck c =
-        check_config(file, true, id, nullptr, nullptr, static_cast<unsigned>(::geteuid()));
-    return print_resolved(c, file, id);
+        if (v->files.empty()) throw UsageError("check-config: missing FILE");
+        if (v->files.size() > 1)
+            throw UsageError(fmt::format("check-config: unexpected '{}'", printable(v->files[1])));
+        const std::string& file = v->files.front();
+        if (file.empty()) throw UsageError("check-config: FILE is empty");
+        if (v->program && v->program->empty())
+            throw UsageError("check-config: --program needs a NAME");
+        ProgramNames names;
+        const ProgramId id = v->program ? program_id_for(*v->program, names) : ProgramId{};
+        const ConfigCheck c =
+            check_config(file, true, id, nullptr, nullptr, static_cast<unsigned>(::geteuid()));
+        return print_resolved(c, file, id);
+    };
 }
 
 }  // namespace pipespin::cli

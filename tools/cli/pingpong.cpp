@@ -1,22 +1,24 @@
-// pipespin bench: A/B measurements of the shim on this machine.
+// pipespin pingpong: what the shim buys on this machine, on a 1-byte
+// ping-pong over pipes.
 //
-// Each sample is a fresh worker process (bench/worker.cpp) started with
+// Each sample is a fresh worker process (worker.h) started with
 // exactly the environment of its configuration: PIPESPIN_* variables the user
 // happened to export are dropped, and the shim is removed from LD_PRELOAD
 // for the "no shim" arm (other preloads are kept in every arm, so the shim is
 // the only difference). Configurations run interleaved, round after round,
 // so that a noisy neighbour or a frequency change hits all of them alike;
-// only medians are compared. `bench matrix` (bench/matrix/matrix.cpp) does the same
+// only medians are compared. The lab's `pipespin-bench matrix` does the same
 // for whole command lines.
 #include <unistd.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/commands.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
 #include "cli/util/json_writer.h"
@@ -24,6 +26,7 @@
 #include "cli/util/spawn.h"
 #include "cli/util/statistics.h"
 #include "cli/util/text.h"
+#include "cli/worker.h"
 #include "core/options.h"
 #include "platform/sys.h"
 
@@ -45,42 +48,23 @@ struct PingpongArgs {
 struct Arm {
     std::string name;
     Environment env;
-    std::vector<std::string> worker_args;  // after "bench-worker"
+    std::vector<std::string> worker_args;  // after "pingpong-worker"
     std::vector<double> samples;
 };
 
 double run_worker(const std::string& exe, const Arm& arm) {
-    std::vector<std::string> argv{"pipespin", "bench-worker"};
+    std::vector<std::string> argv{"pipespin", "pingpong-worker"};
     argv.insert(argv.end(), arm.worker_args.begin(), arm.worker_args.end());
     Captured c = spawn_capture(exe, argv, arm.env);
     if (!exited_ok(c.wait_status))
-        throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' {}", arm.name,
+        throw Failure(kExitFailure, fmt::format("pingpong: the worker for '{}' {}", arm.name,
                                                 describe_wait_status(c.wait_status)));
     const std::optional<double> us = parse_decimal(c.out);
     if (!us || !(*us > 0))
-        throw Failure(kExitFailure, fmt::format("bench: the worker for '{}' printed '{}', not a "
+        throw Failure(kExitFailure, fmt::format("pingpong: the worker for '{}' printed '{}', not a "
                                                 "time per round trip",
                                                 arm.name, printable(c.out)));
     return *us;
-}
-
-PingpongArgs parse_pingpong(ArgCursor& cur) {
-    PingpongArgs a;
-    while (!cur.done()) {
-        if (cur.take_flag("--threads"))
-            a.threads = true;
-        else if (cur.take_flag("--json"))
-            a.json = true;
-        else if (auto v = cur.take_value("--iterations"))
-            a.iterations = parse_count("bench pingpong", "--iterations", *v, 1, 1'000'000'000);
-        else if (auto v = cur.take_value("--rounds"))
-            a.rounds = parse_count("bench pingpong", "--rounds", *v, 1, 10'000);
-        else if (auto v = cur.take_value("--spin-us"))
-            a.spin_us = parse_flag_value("bench pingpong", option_spec(OptionId::SpinUs), *v);
-        else
-            cur.fail_unknown();
-    }
-    return a;
 }
 
 void print_table(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& floor,
@@ -133,8 +117,7 @@ void print_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& 
                            .text());
 }
 
-int bench_pingpong(ArgCursor& cur) {
-    const PingpongArgs a = parse_pingpong(cur);
+int pingpong(const PingpongArgs& a) {
     const std::string exe = self_exe();
     const std::string library = find_library();
 
@@ -144,7 +127,7 @@ int bench_pingpong(ArgCursor& cur) {
     std::vector<std::string> pingpong{"pingpong"};
     if (a.threads) pingpong.push_back("--threads");
     auto args = [&](std::vector<std::string> head, bool shim) {
-        head.emplace_back(expect_shim_flag(shim));
+        head.emplace_back(worker::expect_shim_flag(shim));
         head.push_back(n);
         return head;
     };
@@ -171,46 +154,24 @@ int bench_pingpong(ArgCursor& cur) {
     return kExitOk;
 }
 
-struct Benchmark {
-    std::string_view name;
-    int (*main)(ArgCursor&);
-};
-// More benchmarks are one line here.
-constexpr Benchmark kBenchmarks[] = {
-    {"pingpong", bench_pingpong},
-    {"matrix", bench_matrix},
-};
-
 }  // namespace
 
-std::string bench_usage() {
-    return usage_entry(
-               "  pipespin bench pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N]\n"
-               "                          [--json]\n",
-               fmt::format(
-                   "Time a 1-byte ping-pong over two pipes between two processes (or two "
-                   "threads with --threads) in four configurations, run interleaved: no "
-                   "shim, the shim with mode=off, mode=fixed and mode=adaptive (spin_us "
-                   "from --spin-us, else the default). Prints median, min and max µs per round "
-                   "trip and the ratio no-shim median / median, plus the floor: the same "
-                   "pipe traffic within one thread, which bounds any speedup. Defaults: {} "
-                   "round trips, {} rounds. --json prints one JSON object instead.",
-                   kDefaultIterations, kDefaultRounds)) +
-           bench_matrix_usage();
-}
-
-int bench_main(Args args) {
-    ArgCursor cur("bench", args);
-    cur.check_help();
-    std::vector<std::string_view> known;
-    for (const Benchmark& b : kBenchmarks) known.push_back(b.name);
-    if (cur.done())
-        throw UsageError(fmt::format("bench: missing benchmark name ({})", fmt::join(known, ", ")));
-    const std::string_view name = cur.take_word();
-    for (const Benchmark& b : kBenchmarks)
-        if (b.name == name) return b.main(cur);
-    throw UsageError(fmt::format("bench: unknown benchmark '{}' (known: {})", printable(name),
-                                 fmt::join(known, ", ")));
+Action define_pingpong(CLI::App& app) {
+    auto a = std::make_shared<PingpongArgs>();
+    app.description(
+        "Time a 1-byte ping-pong over two pipes between two processes (or two threads) in "
+        "four configurations, run interleaved: no shim, the shim with mode=off, mode=fixed "
+        "and mode=adaptive. Prints median, min and max µs per round trip and the ratio "
+        "no-shim median / median, plus the floor: the same pipe traffic within one thread, "
+        "which bounds any speedup. A minute's answer to \"does spinning pay on this "
+        "machine?\"");
+    app.add_flag("--threads", a->threads, "two threads of one process, not two processes");
+    add_count(app, "--iterations", a->iterations, 1, 1'000'000'000, "round trips per sample");
+    add_count(app, "--rounds", a->rounds, 1, 10'000, "samples per configuration", "R");
+    add_setting(app, option_spec(OptionId::SpinUs), a->spin_us,
+                "the shim's spin_us in every shim configuration");
+    app.add_flag("--json", a->json, "print one JSON object instead");
+    return [a](Args) { return pingpong(*a); };
 }
 
 }  // namespace pipespin::cli

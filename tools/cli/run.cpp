@@ -9,12 +9,15 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/resolved.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
 #include "cli/util/library.h"
@@ -61,48 +64,9 @@ int print_run_config(Args cmd,
     return print_resolved(c, absent ? std::string_view{} : std::string_view(file), id);
 }
 
-}  // namespace
-
-std::string run_usage() {
-    std::string out = "  pipespin run [--print-config] [OPTIONS] [--] CMD [ARGS...]\n";
-    out += wrap(fmt::format("Run CMD with {} preloaded (put in front of LD_PRELOAD). Each "
-                            "option sets the PIPESPIN_ variable of the same name for CMD; the "
-                            "rest of the environment passes unchanged. Warns when CMD is a "
-                            "program the loader will not preload into (static, setuid). "
-                            "--print-config runs nothing: it prints what the shim would "
-                            "resolve in CMD's process (config file, program name, "
-                            "environment and these options) and where each value comes "
-                            "from, and exits 1 if there is any problem.",
-                            kLibraryName),
-                6);
-    for (const OptionSpec& spec : option_table())
-        out += fmt::format("        {:<16} {}\n", flag_name(spec), value_hint(spec));
-    return out;
-}
-
-int run_main(Args args) {
-    ArgCursor cur("run", args);
-    std::vector<std::pair<const OptionSpec*, std::string>> settings;
-    bool print_config = false;
-    while (cur.at_flag()) {
-        if (cur.take_flag("--print-config")) {
-            print_config = true;
-            continue;
-        }
-        bool matched = false;
-        for (const OptionSpec& spec : option_table()) {
-            if (auto text = cur.take_value(flag_name(spec))) {
-                settings.emplace_back(&spec, parse_flag_text("run", spec, *text));
-                matched = true;
-                break;
-            }
-        }
-        if (!matched) cur.fail_unknown();
-    }
-    cur.take_separator();
-    if (cur.done()) throw UsageError("run: missing CMD");
-    // rest() ends at argv[argc], which is a null pointer: execvp can take it as is.
-    const Args cmd = cur.rest();
+// `cmd` ends in a null pointer: execvp takes it as is.
+int run_command(Args cmd, const std::vector<std::pair<const OptionSpec*, std::string>>& settings,
+                bool print_config) {
     if (print_config) return print_run_config(cmd, settings);
 
     const std::string library = find_library();
@@ -129,6 +93,53 @@ int run_main(Args args) {
     throw Failure(
         err == ENOENT ? kExitNotFound : kExitCannotRun,
         fmt::format("run: cannot execute '{}': {}", printable(cmd[0]), std::strerror(err)));
+}
+
+}  // namespace
+
+Action define_run(CLI::App& app) {
+    struct Values {
+        bool print_config = false;
+        std::optional<std::string> settings[kOptionCount];  // as the shim will read them
+        std::vector<std::string> cmd;
+    };
+    auto v = std::make_shared<Values>();
+    app.description(fmt::format(
+        "Run CMD with {} preloaded (put in front of LD_PRELOAD). pipespin replaces itself "
+        "with CMD, so its pid, signals and exit status are CMD's own. Each option sets the "
+        "PIPESPIN_ variable of the same name for CMD (and all its children); the rest of the "
+        "environment passes unchanged. Warns when CMD is a program the loader will not "
+        "preload into (static, setuid).",
+        kLibraryName));
+    app.add_flag("--print-config", v->print_config,
+                 "run nothing: print what the shim would resolve in CMD's process (config "
+                 "file, program name, environment and these options) and where each value "
+                 "comes from; exit 1 if there is any problem");
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t i = option_index(spec);
+        CLI::Option* opt = app.add_option(flag_name(spec), CLI::callback_t{},
+                                          fmt::format("{} ({})", spec.help, env_name(spec)));
+        opt->type_name(std::string(value_hint(spec)))
+            ->default_str(format_default(spec).empty() ? "empty" : format_default(spec))
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+            ->each([v, &spec, i](const std::string& text) {
+                v->settings[i] = parse_flag_text("run", spec, text);
+            });
+    }
+    app.add_option("CMD", v->cmd, "the command and its arguments");
+    // The first word that is not an option is CMD: what follows is its own.
+    app.positionals_at_end();
+    return [v](Args) {
+        if (v->cmd.empty()) throw UsageError("run: missing CMD");
+        std::vector<std::pair<const OptionSpec*, std::string>> settings;
+        for (const OptionSpec& spec : option_table())
+            if (const auto& value = v->settings[option_index(spec)])
+                settings.emplace_back(&spec, *value);
+        std::vector<char*> cmd;
+        for (std::string& w : v->cmd) cmd.push_back(w.data());
+        cmd.push_back(nullptr);  // for execvp
+        return run_command(Args(cmd.data(), cmd.size() - 1), settings, v->print_config);
+    };
 }
 
 }  // namespace pipespin::cli

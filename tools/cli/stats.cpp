@@ -1,12 +1,13 @@
 // pipespin stats: what the shim did, from the lines processes appended to
 // PIPESPIN_STATS, per program and A/B arm.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/commands.h"
 #include "cli/stats/compare.h"
 #include "cli/stats/lines.h"
 #include "cli/util/args.h"
@@ -54,65 +55,7 @@ std::string group_json(const StatsGroup& g) {
         rusage_json(g.rusage), waits_json(waits));
 }
 
-}  // namespace
-
-std::string stats_usage() {
-    return usage_entry(
-        "  pipespin stats [--json] FILE...\n"
-        "  pipespin stats --compare [--program NAME] [--margin PCT] [--seed S] [--json]\n"
-        "                 [--plot OUT.png|OUT.gp] FILE...\n",
-        "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
-        "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
-        "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
-        "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
-        "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
-        "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
-        "spins came through. Only the last line of each process counts (interval lines are "
-        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'. "
-        "--json prints the same as one object, with a \"via\" object, the resource usage and "
-        "the wait histograms per group. --compare: control against treatment, per program and "
-        "overall, each process (or each period of a switchback process) one sample: wall time "
-        "per call, time blocked per wait, CPU per MiB moved and context switches per call, each "
-        "as the ratio of the arms' medians (control/treatment) with a 95% bootstrap interval "
-        "(10000 resamples, seed S, default 1) and a verdict in the words of pipespin ab: "
-        "faster or slower only when the whole interval lies beyond 1 + PCT/100 (default 5) or "
-        "its inverse, else no significant difference; fewer than 5 samples in an arm: no "
-        "verdict, and a warning. --plot draws the wait-time distributions of both arms "
-        "(gnuplot; of NAME, or of all programs): OUT.gp writes the script, data included.");
-}
-
-int stats_main(Args args) {
-    ArgCursor cur("stats", args);
-    bool json = false, compare = false, compare_only = false;
-    CompareArgs ca;
-    while (cur.at_flag()) {
-        if (cur.take_flag("--json")) {
-            json = true;
-        } else if (cur.take_flag("--compare")) {
-            compare = true;
-        } else if (auto v = cur.take_value("--seed")) {
-            ca.seed = parse_count("stats", "--seed", *v, 0, ~0ull);
-            compare_only = true;
-        } else if (auto v = cur.take_value("--margin")) {
-            ca.margin = static_cast<double>(parse_count("stats", "--margin", *v, 0, 100)) / 100;
-            compare_only = true;
-        } else if (auto v = cur.take_value("--program")) {
-            ca.program = std::string(*v);
-            compare_only = true;
-        } else if (auto v = cur.take_value("--plot")) {
-            ca.plot = std::string(*v);
-            compare_only = true;
-        } else {
-            cur.fail_unknown();
-        }
-    }
-    cur.take_separator();
-    std::vector<std::string> files;
-    while (!cur.done()) files.emplace_back(cur.take_word());
-    if (files.empty()) throw UsageError("stats: missing FILE");
-    if (compare_only && !compare)
-        throw UsageError("stats: --seed, --margin, --program and --plot go with --compare");
-
+int stats_run(const std::vector<std::string>& files, bool json, bool compare, CompareArgs ca) {
     const LoadedStats st = load_stats(files);
     if (st.bad_lines > 0)
         fmt::print(stderr,
@@ -164,6 +107,66 @@ int stats_main(Args args) {
     if (running > 0) fmt::print("; {} still running at their last line (interval)", running);
     fmt::print(".\n");
     return kExitOk;
+}
+
+}  // namespace
+
+Action define_stats(CLI::App& app) {
+    struct Values {
+        bool json = false, compare = false;
+        CompareArgs ca;
+        std::vector<std::string> files;
+        std::vector<const CLI::Option*> compare_only;
+    };
+    auto v = std::make_shared<Values>();
+    app.description(
+        "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
+        "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
+        "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
+        "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
+        "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
+        "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
+        "spins came through. Only the last line of each process counts (interval lines are "
+        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'.\n"
+        "--compare: control against treatment, per program and overall, each process (or "
+        "each period of a switchback process) one sample: wall time per call, time blocked "
+        "per wait, CPU per MiB moved and context switches per call, each as the ratio of the "
+        "arms' medians (control/treatment) with a 95% bootstrap interval (10000 resamples) "
+        "and a verdict in the words of pipespin ab: faster or slower only when the whole "
+        "interval lies beyond 1 + PCT/100 or its inverse, else no significant difference; "
+        "fewer than 5 samples in an arm: no verdict, and a warning.");
+    app.add_flag("--json", v->json,
+                 "print one JSON object instead: with --compare its verdicts, else the table "
+                 "with a \"via\" object, the resource usage and the wait histograms per group");
+    app.add_flag("--compare", v->compare, "compare the control arm with the treatment arm");
+    v->compare_only.push_back(add_count(app, "--seed", v->ca.seed, 0, ~0ull,
+                                        "the bootstrap's seed (with --compare)", "S"));
+    CLI::Option* margin =
+        app.add_option("--margin", "how far beyond 1 a ratio must be to count (with --compare)")
+            ->type_name("PCT")
+            ->default_str("5");
+    margin->each([v](const std::string& text) {
+        v->ca.margin = static_cast<double>(parse_count("stats", "--margin", text, 0, 100)) / 100;
+    });
+    v->compare_only.push_back(margin);
+    v->compare_only.push_back(app.add_option_function<std::string>(
+                                     "--program",
+                                     [v](const std::string& name) { v->ca.program = name; },
+                                     "compare this program only (with --compare)")
+                                  ->type_name("NAME"));
+    v->compare_only.push_back(add_file(
+        app, "--plot", v->ca.plot,
+        "draw the wait-time distributions of both arms (with --compare; of NAME, or of all "
+        "programs) as a PNG with gnuplot; OUT.gp writes the script instead, data included",
+        "OUT.png|OUT.gp"));
+    app.add_option("FILE", v->files, "a file of statistics lines")->type_name("FILE");
+    return [v](Args) {
+        if (v->files.empty()) throw UsageError("stats: missing FILE");
+        for (const CLI::Option* o : v->compare_only)
+            if (o->count() > 0 && !v->compare)
+                throw UsageError("stats: --seed, --margin, --program and --plot go with --compare");
+        return stats_run(v->files, v->json, v->compare, v->ca);
+    };
 }
 
 }  // namespace pipespin::cli

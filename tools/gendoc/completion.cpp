@@ -1,10 +1,9 @@
-// pipespin gen-docs bash-completion: the subcommands, their flags and what
-// each flag's value completes to, read off the --help entries (docs.h) and
+// pipespin-gendoc bash-completion: the commands, their flags and what each
+// flag's value completes to, from the commands' descriptions (help.h) and
 // the option table.
 #include <map>
-#include <optional>
 #include <set>
-#include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -13,38 +12,11 @@
 #include "core/options.h"
 #include "gendoc/docs.h"
 
-namespace pipespin::cli::docs {
+namespace pipespin::gendoc {
 namespace {
 
-bool is_word(std::string_view t) {
-    if (t.empty() || t.front() < 'a' || t.front() > 'z') return false;
-    for (char c : t)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-    return true;
-}
-
-bool is_placeholder(std::string_view t) {
-    if (t.empty() || t.front() < 'A' || t.front() > 'Z') return false;
-    for (char c : t)
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.'))
-            return false;
-    return true;
-}
-
-std::string strip_brackets(std::string_view t) {
-    std::string out;
-    for (char c : t)
-        if (c != '[' && c != ']') out += c;
-    return out;
-}
-
-std::vector<std::string> split_words(std::string_view s) {
-    std::vector<std::string> out;
-    std::istringstream in{std::string(s)};
-    for (std::string w; in >> w;) out.push_back(w);
-    return out;
-}
+using cli::CommandDoc;
+using cli::OptionDoc;
 
 struct Completion {
     std::map<std::string, std::set<std::string>> subs;   // path -> next words
@@ -54,57 +26,32 @@ struct Completion {
     std::set<std::string> takes_command;  // paths whose synopsis ends in CMD
 };
 
-void add_flag(Completion& c, const std::string& path, const std::string& flag,
-              std::optional<std::string> placeholder) {
-    c.flags[path].insert(flag);
+// What the value of `o` completes to: the choices or a file name for the
+// shim's options, a file name for a FILE, else anything.
+std::string value_completion(const OptionDoc& o) {
     for (const OptionSpec& spec : option_table()) {
-        if (flag_name(spec) != flag) continue;
-        std::string values;
-        if (spec.kind == OptionKind::Choice)
-            values = fmt::format("{}", fmt::join(spec.choices, " "));
-        else if (spec.kind == OptionKind::Text && spec.unit.find("PATH") != std::string_view::npos)
-            values = "@file";
-        c.values[path + " " + flag] = values;
-        return;
+        if (o.flags.back() != cli::flag_name(spec)) continue;
+        if (spec.kind == OptionKind::Choice) return fmt::format("{}", fmt::join(spec.choices, " "));
+        if (spec.kind == OptionKind::Text && spec.unit.find("PATH") != std::string_view::npos)
+            return "@file";
+        return "";
     }
-    if (placeholder)
-        c.values[path + " " + flag] = placeholder->find("FILE") != std::string::npos ? "@file" : "";
+    return o.value.find("FILE") != std::string::npos || o.value.find("OUT") != std::string::npos
+               ? "@file"
+               : "";
 }
 
 Completion completion_model() {
     Completion c;
-    for (const VisibleCommand& cmd : visible_commands()) {
-        for (const Entry& e : cmd.entries) {
-            const std::vector<std::string> words = split_words(e.synopsis);
-            std::string path;
-            std::size_t i = 1;  // words[0] is "pipespin"
-            for (; i < words.size() && is_word(words[i]); ++i) {
-                c.subs[path].insert(words[i]);
-                path += (path.empty() ? "" : " ") + words[i];
-            }
-            c.flags[path].insert("--help");
-            for (; i < words.size(); ++i) {
-                const std::string raw = words[i];
-                const std::string t = strip_brackets(raw);
-                if (t == "CMD") c.takes_command.insert(path);
-                if (!t.starts_with("--") || t.size() < 3) continue;
-                std::optional<std::string> placeholder;
-                if (!raw.ends_with("]") && i + 1 < words.size() &&
-                    is_placeholder(strip_brackets(words[i + 1])))
-                    placeholder = strip_brackets(words[i + 1]);
-                std::istringstream alts(t);
-                for (std::string f; std::getline(alts, f, '|');)
-                    if (f.starts_with("--"))
-                        add_flag(c, path, f.substr(0, f.find('=')), placeholder);
-            }
-            // Preformatted lines are flag lists ("--mode  off|fixed|adaptive").
-            for (const Block& b : e.body) {
-                if (!b.pre) continue;
-                const std::vector<std::string> w = split_words(b.text);
-                if (!w.empty() && w[0].starts_with("--"))
-                    add_flag(c, path, w[0], w.size() > 1 ? std::optional(w[1]) : std::nullopt);
+    for (const CommandDoc& cmd : visible_commands()) {
+        c.subs[""].insert(cmd.path);
+        for (const OptionDoc& o : cmd.options) {
+            for (const std::string& f : o.flags) {
+                c.flags[cmd.path].insert(f);
+                if (!o.value.empty()) c.values[cmd.path + " " + f] = value_completion(o);
             }
         }
+        if (cmd.takes_command) c.takes_command.insert(cmd.path);
     }
     c.subs[""].insert("help");
     c.flags[""] = {"--help", "-h", "--version"};
@@ -120,12 +67,13 @@ std::string join_set(const std::set<std::string>& s) {
 std::string bash_completion() {
     const Completion c = completion_model();
     std::string out =
-        "# bash completion for pipespin. Generated by `pipespin gen-docs bash-completion`\n"
+        "# bash completion for pipespin. Generated by pipespin-gendoc (tools/gendoc)\n"
         "# from the command and option tables: do not edit.\n\n";
     auto table = [&](std::string_view fn, const std::map<std::string, std::string>& rows) {
         out += fmt::format("{}() {{\n    case \"$1\" in\n", fn);
         for (const auto& [key, value] : rows)
-            out += fmt::format("        {}) echo {} ;;\n", shell_quote(key), shell_quote(value));
+            out += fmt::format("        {}) echo {} ;;\n", cli::shell_quote(key),
+                               cli::shell_quote(value));
         out += "    esac\n}\n\n";
     };
     std::map<std::string, std::string> subs, flags, cmds;
@@ -139,12 +87,12 @@ std::string bash_completion() {
     // Which flags take a value at all (so that their value is skipped).
     out += "_pipespin_has_value() {\n    case \"$1\" in\n";
     for (const auto& [key, value] : c.values)
-        out += fmt::format("        {}) return 0 ;;\n", shell_quote(key));
+        out += fmt::format("        {}) return 0 ;;\n", cli::shell_quote(key));
     out += "    esac\n    return 1\n}\n\n";
     out += R"BASH(_pipespin() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
     local path="" i=1 w subs
-    # The command words (run, bench pingpong, ...) come first.
+    # The command words (run, pingpong, ...) come first.
     while [ "$i" -lt "$COMP_CWORD" ]; do
         w=${COMP_WORDS[i]}
         subs=" $(_pipespin_subs "$path") "
@@ -194,4 +142,4 @@ complete -F _pipespin pipespin
     return out;
 }
 
-}  // namespace pipespin::cli::docs
+}  // namespace pipespin::gendoc

@@ -1,9 +1,9 @@
-// pipespin coverage: does the shim reach the waits of real programs?
+// pipespin-bench coverage: does the shim reach the waits of real programs?
 //
 // Each program of a list runs on a pipe, with and without the shim, rounds
 // interleaved: filters as a relay (a ping-pong through the program: it is the
-// consumer of one pipe and the producer of another; bench-worker relay),
-// the rest as the consumer of a paced producer (bench-worker feed), and the
+// consumer of one pipe and the producer of another; worker relay),
+// the rest as the consumer of a paced producer (worker feed), and the
 // benchmarks that make their own pipes as they are. The worker never has the
 // shim; only the program does. For each program the report says whether it
 // is dynamically linked (a static one is "not shimmable": the loader does
@@ -17,14 +17,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "bench/bench.h"
 #include "bench/coverage/coverage.h"
-#include "cli/cli.h"
 #include "cli/stats/lines.h"
 #include "cli/util/args.h"
 #include "cli/util/library.h"
@@ -34,31 +35,11 @@
 #include "cli/util/tool_lookup.h"
 #include "core/stats.h"
 
-namespace pipespin::cli {
+namespace pipespin::bench {
 namespace coverage {
 
 namespace {
 namespace fs = std::filesystem;
-
-CoverageArgs parse(ArgCursor& cur) {
-    CoverageArgs a;
-    while (!cur.done()) {
-        if (take_rounds_flag(cur, kCommand, a.quick, a.rounds)) continue;
-        if (auto v = cur.take_value("--gap-us")) {
-            a.gap_us = parse_count(kCommand, "--gap-us", *v, 0, 1'000'000);
-        } else if (auto v = cur.take_value("--mode")) {
-            a.mode = static_cast<Mode>(parse_flag_value(kCommand, option_spec(OptionId::Mode), *v));
-        } else if (auto v = cur.take_value("--markdown")) {
-            if (v->empty()) throw UsageError("coverage: --markdown needs a file name");
-            a.markdown = std::string(*v);
-        } else if (auto v = cur.take_value("--programs")) {
-            parse_name_list(kCommand, "--programs", "program", *v, program_ids(), a.programs);
-        } else {
-            cur.fail_unknown();
-        }
-    }
-    return a;
-}
 
 // ---- what the shim says about a run ------------------------------------------
 
@@ -124,7 +105,7 @@ Sample run_once(const Row& row, bool shim, const std::string& exe, const std::st
         path = row.path;
         if (shim) env = &shimmed;
     } else {
-        argv = {"pipespin", "bench-worker", p.role == Role::Relay ? "relay" : "feed"};
+        argv = {std::string(kBenchProgram), "worker", p.role == Role::Relay ? "relay" : "feed"};
         if (shim) argv.insert(argv.end(), {"--preload", library});
         if (p.role == Role::Relay) {
             if (args.gap_us) argv.insert(argv.end(), {"--gap-us", std::to_string(*args.gap_us)});
@@ -236,7 +217,7 @@ int run_all(const CoverageArgs& a, Args raw) {
     }
     if (progress) fmt::print(stderr, "\r{:40}\r", "");
 
-    std::vector<std::string> words{"pipespin", "coverage"};
+    std::vector<std::string> words{std::string(kBenchProgram), std::string(kCommand)};
     for (char* w : raw) words.emplace_back(w);
     const std::string table = markdown(rows, shell_join(words), a, library);
     if (a.markdown) {
@@ -250,9 +231,9 @@ int run_all(const CoverageArgs& a, Args raw) {
     for (const Row& r : rows) failed += row_ok(r) ? 0 : 1;
     if (failed > 0)
         fmt::print(stderr,
-                   "pipespin: coverage: {} program(s) did not engage the shim or gave "
+                   "{}: coverage: {} program(s) did not engage the shim or gave "
                    "different output\n",
-                   failed);
+                   kBenchProgram, failed);
     return failed > 0 ? kExitFailure : kExitOk;
 }
 
@@ -261,36 +242,45 @@ int run_all(const CoverageArgs& a, Args raw) {
 
 using namespace coverage;
 
-std::string coverage_usage() {
-    return usage_entry(
-        "  pipespin coverage [--programs LIST] [--rounds R] [--quick] [--mode MODE]\n"
-        "                    [--gap-us US] [--markdown FILE]\n",
-        fmt::format("Run real programs on pipes, with and without the shim, rounds interleaved: "
-                    "filters as a relay (a ping-pong of lines through the program), the others "
-                    "as the consumer of a paced producer ({} bytes every {} µs, every {} µs for "
-                    "compressed input, 500 µs for xz), the "
-                    "benchmarks on their own pipes. --gap-us sets the producer's pause, and "
-                    "makes the relay pause as long after each answer (by default it answers at "
-                    "once): on a busy host, where the two sides may share a CPU and never "
-                    "wait, a pause of a few ms makes every read wait. Reports, as a Markdown table "
-                    "on stdout "
-                    "(and in FILE), for each program: dynamically linked or not (static: not "
-                    "shimmable), whether the shim engaged by its own counters (spins, by "
-                    "hook family), whether the output was identical in every run, and the "
-                    "speedup of the median wall time. LIST is comma-separated: {}. Programs "
-                    "not installed are reported as missing. --mode sets the shim's mode "
-                    "(default fixed, so that 'engaged' shows whether the hooks reach the "
-                    "waits; adaptive may rightly decline to spin on a busy host). --quick scales "
-                    "the runs down. Default: {} rounds. Exit "
-                    "status {} when a program that ran did not engage the shim or gave "
-                    "different output.",
-                    kChunk, kGapUs, kCompressedGapUs, fmt::join(program_ids(), ", "),
-                    kDefaultRounds, kExitFailure));
+Action define_coverage(CLI::App& app) {
+    auto a = std::make_shared<CoverageArgs>();
+    app.description(fmt::format(
+        "Run real programs on pipes, with and without the shim, rounds interleaved: filters as "
+        "a relay (a ping-pong of lines through the program), the others as the consumer of a "
+        "paced producer ({} bytes every {} µs, every {} µs for compressed input, 500 µs for "
+        "xz), the benchmarks on their own pipes.\n"
+        "Reports, as a Markdown table on stdout (and in FILE), for each program: dynamically "
+        "linked or not (static: not shimmable), whether the shim engaged by its own counters "
+        "(spins, by hook family), whether the output was identical in every run, and the "
+        "speedup of the median wall time. Programs not installed are reported as missing. "
+        "Exit status {} when a program that ran did not engage the shim or gave different "
+        "output.",
+        kChunk, kGapUs, kCompressedGapUs, kExitFailure));
+    add_name_list(
+        app, "--programs", "program", program_ids(), a->programs,
+        fmt::format("the programs to run (default: all): {}", fmt::join(program_ids(), ", ")));
+    add_rounds_options(app, a->quick, a->rounds);
+    app.add_option_function<std::string>(
+           "--mode",
+           [a](const std::string& text) {
+               a->mode =
+                   static_cast<Mode>(parse_flag_value(kCommand, option_spec(OptionId::Mode), text));
+           },
+           "the shim's mode: fixed, so that 'engaged' shows whether the hooks reach the waits "
+           "(adaptive may rightly decline to spin on a busy host)")
+        ->type_name(std::string(value_hint(option_spec(OptionId::Mode))))
+        ->default_str(std::string(name_of(Mode::Fixed)));
+    app.add_option_function<std::string>(
+           "--gap-us",
+           [a](const std::string& text) {
+               a->gap_us = parse_count(kCommand, "--gap-us", text, 0, 1'000'000);
+           },
+           "the producer's pause, and the relay's after each answer (by default it answers at "
+           "once): on a busy host, where the two sides may share a CPU and never wait, a pause "
+           "of a few ms makes every read wait")
+        ->type_name("US");
+    add_file(app, "--markdown", a->markdown, "also write the table to FILE");
+    return [a](Args words) { return run_all(*a, words); };
 }
 
-int coverage_main(Args args) {
-    ArgCursor cur("coverage", args);
-    return run_all(parse(cur), args);
-}
-
-}  // namespace pipespin::cli
+}  // namespace pipespin::bench

@@ -15,11 +15,12 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/bench.h"
 #include "cli/util/environment.h"
 #include "cli/util/temp_dir.h"
 #include "core/options.h"
 
-namespace pipespin::cli::coverage {
+namespace pipespin::bench::coverage {
 
 inline constexpr std::string_view kCommand = "coverage";
 inline constexpr std::uint64_t kDefaultRounds = 5;
@@ -106,4 +107,4 @@ std::string markdown(const std::vector<Row>& rows, const std::string& command,
 // program did not run).
 bool row_ok(const Row& row);
 
-}  // namespace pipespin::cli::coverage
+}  // namespace pipespin::bench::coverage

@@ -1,4 +1,4 @@
-// pipespin coverage: the programs it runs, at which scale, and the inputs
+// coverage: the programs it runs, at which scale, and the inputs
 // the feed programs read.
 #include <fstream>
 
@@ -9,7 +9,7 @@
 #include "cli/util/text.h"
 #include "cli/util/tool_lookup.h"
 
-namespace pipespin::cli::coverage {
+namespace pipespin::bench::coverage {
 namespace fs = std::filesystem;
 
 std::vector<Program> all_programs(const Scale& s) {
@@ -82,4 +82,4 @@ void make_inputs(Inputs& in, const Scale& s, const Environment& env) {
              "tar");
 }
 
-}  // namespace pipespin::cli::coverage
+}  // namespace pipespin::bench::coverage

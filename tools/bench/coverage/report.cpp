@@ -1,4 +1,4 @@
-// pipespin coverage: the verdict on each program and the Markdown table.
+// coverage: the verdict on each program and the Markdown table.
 #include <sys/utsname.h>
 
 #include <fmt/format.h>
@@ -8,7 +8,7 @@
 #include "cli/util/text.h"
 #include "platform/sys.h"
 
-namespace pipespin::cli::coverage {
+namespace pipespin::bench::coverage {
 namespace {
 
 // What each Role is, in the order of the enum.
@@ -95,4 +95,4 @@ bool row_ok(const Row& row) {
     return judge(row).ok;
 }
 
-}  // namespace pipespin::cli::coverage
+}  // namespace pipespin::bench::coverage

@@ -1,8 +1,8 @@
-// The loops `pipespin coverage` measures, reached as hidden bench-worker
-// subcommands (bench/worker.cpp hands them over):
+// The loops `pipespin-bench coverage` measures, commands of the worker
+// (bench/worker.cpp adds them):
 //
-//   pipespin bench-worker relay [--preload LIB] [--gap-us US] LINES -- PROG ARGS...
-//   pipespin bench-worker feed [--preload LIB] --chunk BYTES --gap-us US FILE -- PROG ARGS...
+//   pipespin-bench worker relay [--preload LIB] [--gap-us US] LINES -- PROG ARGS...
+//   pipespin-bench worker feed [--preload LIB] --chunk BYTES --gap-us US FILE -- PROG ARGS...
 //
 // relay: PROG reads a pipe and writes a pipe; this process sends it one
 // line at a time and waits for each answer before the next (a ping-pong
@@ -19,8 +19,8 @@
 // On success it prints one line: "WALL_US HASH BYTES", the wall time from
 // the first byte sent to PROG's exit, and an FNV-1a hash and the size of
 // everything PROG wrote. PROG's failure is this worker's failure.
-#include <spawn.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,24 +30,25 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "bench/bench.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
 #include "cli/util/library.h"
 #include "cli/util/spawn.h"
 
-namespace pipespin::cli {
+namespace pipespin::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void fail(std::string_view what) {
-    throw Failure(kExitFailure, fmt::format("bench-worker: {}: {}", what, std::strerror(errno)));
+    throw Failure(kExitFailure, fmt::format("worker: {}: {}", what, std::strerror(errno)));
 }
 
 struct Fnv {
@@ -60,14 +61,14 @@ struct Fnv {
     }
 };
 
-struct Program {
+struct Prog {
     std::vector<std::string> argv;
     std::optional<std::string> preload;
 };
 
 // PROG with stdin and stdout on the given fds; every other fd of ours is
 // close-on-exec.
-pid_t start(const Program& prog, int in, int out) {
+pid_t start(const Prog& prog, int in, int out) {
     Environment env = Environment::current();
     if (prog.preload) {
         env.set_preload(preload_with(env.get("LD_PRELOAD").value_or(""), *prog.preload));
@@ -85,18 +86,18 @@ pid_t start(const Program& prog, int in, int out) {
     const int rc = ::posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), cenv.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: cannot run {}: {}", prog.argv[0],
-                                                std::strerror(rc)));
+        throw Failure(kExitFailure,
+                      fmt::format("worker: cannot run {}: {}", prog.argv[0], std::strerror(rc)));
     return pid;
 }
 
-void finish(pid_t pid, const Program& prog) {
+void finish(pid_t pid, const Prog& prog) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) fail("waitpid");
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Failure(kExitFailure, fmt::format("bench-worker: {} {}", prog.argv[0],
-                                                describe_wait_status(status)));
+        throw Failure(kExitFailure,
+                      fmt::format("worker: {} {}", prog.argv[0], describe_wait_status(status)));
 }
 
 void write_all(int fd, const char* p, std::size_t n) {
@@ -130,7 +131,7 @@ void pause_until(Clock::time_point t) {
     }
 }
 
-int relay(const Program& prog, std::uint64_t lines, std::uint64_t gap_us) {
+int relay(const Prog& prog, std::uint64_t lines, std::uint64_t gap_us) {
     int to[2], from[2];
     pipe_cloexec(to);
     pipe_cloexec(from);
@@ -151,7 +152,7 @@ int relay(const Program& prog, std::uint64_t lines, std::uint64_t gap_us) {
             if (n < 0) fail("read from the program");
             if (n == 0)
                 throw Failure(kExitFailure,
-                              fmt::format("bench-worker: {} ended its output after {} of {} lines",
+                              fmt::format("worker: {} ended its output after {} of {} lines",
                                           prog.argv[0], newlines, lines));
             out.add(buf, static_cast<std::size_t>(n));
             for (ssize_t k = 0; k < n; ++k) newlines += buf[k] == '\n';
@@ -171,9 +172,9 @@ int relay(const Program& prog, std::uint64_t lines, std::uint64_t gap_us) {
     return kExitOk;
 }
 
-int feed(const Program& prog, const std::string& file, std::uint64_t chunk, std::uint64_t gap_us) {
+int feed(const Prog& prog, const std::string& file, std::uint64_t chunk, std::uint64_t gap_us) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw Failure(kExitFailure, fmt::format("bench-worker: cannot read {}", file));
+    if (!in) throw Failure(kExitFailure, fmt::format("worker: cannot read {}", file));
     const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     int to[2];
     pipe_cloexec(to);
@@ -199,26 +200,47 @@ int feed(const Program& prog, const std::string& file, std::uint64_t chunk, std:
 
 }  // namespace
 
-int coverage_worker(std::string_view kind, ArgCursor& cur) {
-    Program prog;
-    std::uint64_t chunk = 4096, gap_us = kind == "feed" ? 20 : 0;
-    while (cur.at_flag()) {
-        if (auto v = cur.take_value("--preload"))
-            prog.preload = std::string(*v);
-        else if (auto v = cur.take_value("--chunk"); v && kind == "feed")
-            chunk = parse_count("bench-worker", "--chunk", *v, 1, 1u << 20);
-        else if (auto v = cur.take_value("--gap-us"))
-            gap_us = parse_count("bench-worker", "--gap-us", *v, 0, 1'000'000);
-        else
-            cur.fail_unknown();
-    }
-    const std::string arg(cur.take_word());
-    if (!cur.take_separator() || cur.done())
-        throw UsageError("bench-worker: " + std::string(kind) + ": missing -- PROG");
-    for (char* a : cur.rest()) prog.argv.emplace_back(a);
-    if (kind == "relay")
-        return relay(prog, parse_count("bench-worker", "LINES", arg, 1, 100'000'000), gap_us);
-    return feed(prog, arg, chunk, gap_us);
+std::vector<std::pair<const CLI::App*, Action>> define_coverage_loops(CLI::App& worker) {
+    struct Values {
+        Prog prog;
+        std::uint64_t chunk = 4096, gap_us = 0;
+        std::uint64_t lines = 0;
+        std::string file;
+    };
+    auto relay_v = std::make_shared<Values>();
+    auto feed_v = std::make_shared<Values>();
+    feed_v->gap_us = 20;
+    auto common = [](CLI::App& app, Values& v) {
+        app.add_option_function<std::string>(
+               "--preload", [&v](const std::string& lib) { v.prog.preload = lib; },
+               "put LIB in front of PROG's LD_PRELOAD")
+            ->type_name("LIB");
+        add_count(app, "--gap-us", v.gap_us, 0, 1'000'000, "the pause, µs", "US");
+    };
+    CLI::App* relay_app = worker.add_subcommand(
+        "relay",
+        "send PROG one line at a time, waiting for each answer; prints WALL_US HASH BYTES");
+    common(*relay_app, *relay_v);
+    add_count(*relay_app, "LINES", relay_v->lines, 1, 100'000'000, "lines to send")
+        ->default_str("")
+        ->required();
+    relay_app->add_option("PROG", relay_v->prog.argv, "the program and its arguments, after --")
+        ->required();
+    CLI::App* feed_app = worker.add_subcommand(
+        "feed", "write FILE into PROG's stdin, paced; prints WALL_US HASH BYTES");
+    common(*feed_app, *feed_v);
+    add_count(*feed_app, "--chunk", feed_v->chunk, 1, 1u << 20, "bytes per write", "BYTES");
+    feed_app->add_option("FILE", feed_v->file, "what to feed")->required();
+    feed_app->add_option("PROG", feed_v->prog.argv, "the program and its arguments, after --")
+        ->required();
+    return {
+        {relay_app,
+         [relay_v](Args) { return relay(relay_v->prog, relay_v->lines, relay_v->gap_us); }},
+        {feed_app,
+         [feed_v](Args) {
+             return feed(feed_v->prog, feed_v->file, feed_v->chunk, feed_v->gap_us);
+         }},
+    };
 }
 
-}  // namespace pipespin::cli
+}  // namespace pipespin::bench

@@ -1,4 +1,4 @@
-// bench matrix's case catalogue: what each case runs, at which scale, and
+// matrix's case catalogue: what each case runs, at which scale, and
 // what it needs before it runs: perf bench and hackbench for ping-pong and
 // fan-out, pipelines (dd | cat, seq | wc), a sparse producer, the
 // short-lived pipes and processes of shells and make, a Python ping-pong
@@ -9,11 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench.h"
 #include "bench/matrix/matrix.h"
-#include "cli/cli.h"
 #include "cli/util/spawn.h"
+#include "cli/worker.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 namespace fs = std::filesystem;
 
 const Scale kFull{.perf_loops = 20'000,
@@ -186,7 +187,7 @@ std::vector<Case> all_cases(const Scale& s) {
                    .op = "line",
                    .tools = {"sh", "seq", "wc"}});
     out.push_back({.id = "sparse",
-                   .argv = {"pipespin", "bench-worker", "sparse", n(s.sparse_bytes)},
+                   .argv = {std::string(kBenchProgram), "worker", "sparse", n(s.sparse_bytes)},
                    .about = fmt::format("a producer writes 1 byte every 2 ms for {:g} s, a "
                                         "consumer reads them one by one; CPU is the consumer's, "
                                         "from its first read to EOF",
@@ -228,7 +229,7 @@ std::vector<Case> all_cases(const Scale& s) {
          .tools = {"make", "true"},
          .files = makefiles(s.make_dirs, s.make_recipes)});
     out.push_back({.id = "spawn",
-                   .argv = {"pipespin", "bench-worker", "spawn", n(s.spawns)},
+                   .argv = {std::string(kBenchProgram), "worker", "spawn", n(s.spawns)},
                    .about = "posix_spawn and wait of /bin/true, one after another, each "
                             "alternating with one without any preload; the figure is the "
                             "median of what the arm's spawn took over its pair's, µs per process",
@@ -237,7 +238,7 @@ std::vector<Case> all_cases(const Scale& s) {
                    .figure = Figure::AddedUsPerOp,
                    .worker = true});
     out.push_back({.id = "fork",
-                   .argv = {"pipespin", "bench-worker", "fork", n(s.forks)},
+                   .argv = {std::string(kBenchProgram), "worker", "fork", n(s.forks)},
                    .about = "fork, _exit and wait, one after another, each alternating with one "
                             "in a twin of the worker started without any preload; the figure is "
                             "the median of what the arm's fork took over its pair's, µs per fork",
@@ -283,8 +284,8 @@ std::string_view floor_about(Floor f) {
 }
 
 std::vector<std::string> floor_argv(const Case& c) {
-    return {"pipespin", "bench-worker", std::string(floor_loop(c.floor)),
-            std::string(expect_shim_flag(false)), std::to_string(c.ops)};
+    return {std::string(kBenchProgram), "worker", std::string(floor_loop(c.floor)),
+            std::string(cli::worker::expect_shim_flag(false)), std::to_string(c.ops)};
 }
 
 bool times_runs(const Case& c) {
@@ -312,4 +313,4 @@ void prepare_case(Case& c, const std::string& workdir, const std::string& tool,
     if (exited_ok(m.wait_status)) c.argv.insert(c.argv.begin() + 1, "--jobserver-style=pipe");
 }
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

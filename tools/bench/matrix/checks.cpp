@@ -1,4 +1,4 @@
-// bench matrix: the acceptance checks, each a threshold the shim is held to,
+// matrix: the acceptance checks, each a threshold the shim is held to,
 // applied to ratios (or differences) of medians measured in the same run.
 // The arithmetic of a verdict is verdict.h's; what is compared with
 // what is here. A check whose value is a statistic of the rounds is written
@@ -8,7 +8,7 @@
 
 #include "bench/matrix/matrix.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 
 std::string_view verdict_name(Verdict v) {
     switch (v) {
@@ -148,7 +148,7 @@ public:
             counts = fmt::format(" (no shim {}, {} {} of {})", base.size(), kArms[arm].name,
                                  mine.size(), r->arms[kNoShim].samples.size());
         }
-        const PlacedRatio ratio = cli::placed_ratio(base, mine);
+        const PlacedRatio ratio = bench::placed_ratio(base, mine);
         add_bounded(
             id,
             fmt::format("{} runs{}: no shim / {} (wall)", placement_name(p), counts,
@@ -328,4 +328,4 @@ std::vector<Check> acceptance(const Report& rep) {
     return k.take();
 }
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

@@ -1,15 +1,15 @@
-// pipespin bench matrix: whole programs, with and without the shim.
+// pipespin-bench matrix: whole programs, with and without the shim.
 //
 // Each case (cases.cpp) is one command line run as a child in the
-// environment of each arm (ArmEnvironments in cli/util/environment.h: the same hygiene as
-// bench pingpong), and measured from outside (run.cpp). Arms run
-// interleaved within a round, each round starting one arm further on
-// (rotated_index), rounds one after another, so that a noisy neighbour, and
-// whatever the run before leaves behind, hits every arm alike; only medians
-// are compared (report.cpp).
+// environment of each arm (ArmEnvironments in cli/util/environment.h: the
+// same hygiene as pipespin pingpong), and measured from outside (run.cpp).
+// Arms run interleaved within a round, each round starting one arm further
+// on (rotated_index), rounds one after another, so that a noisy neighbour,
+// and whatever the run before leaves behind, hits every arm alike; only
+// medians are compared (report.cpp).
 //
 // A case whose pipe traffic can be done within one thread (the ping-pongs,
-// dd | cat) also runs that floor once per round, after its arms (bench-worker
+// dd | cat) also runs that floor once per round, after its arms (worker
 // floor and floor-blocks, no shim): no spin policy makes a run cheaper than
 // its floor, which bounds the wall speed-up the case's checks can reach on
 // this host (verdict.h).
@@ -32,8 +32,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench.h"
 #include "bench/matrix/matrix.h"
-#include "cli/cli.h"
 #include "cli/util/args.h"
 #include "cli/util/library.h"
 #include "cli/util/preload_check.h"
@@ -42,34 +42,10 @@
 #include "cli/util/tool_lookup.h"
 #include "core/options.h"
 
-namespace pipespin::cli {
+namespace pipespin::bench {
 namespace {
 namespace fs = std::filesystem;
 using namespace matrix;
-
-MatrixArgs parse_matrix(ArgCursor& cur) {
-    MatrixArgs a;
-    while (!cur.done()) {
-        if (take_rounds_flag(cur, kCommand, a.quick, a.rounds)) continue;
-        if (auto v = cur.take_value("--spin-us")) {
-            a.spin_us = parse_flag_value(kCommand, option_spec(OptionId::SpinUs), *v);
-        } else if (auto v = cur.take_value("--markdown")) {
-            a.markdown = std::string(*v);
-        } else if (auto v = cur.take_value("--json")) {
-            a.json = std::string(*v);
-        } else if (auto v = cur.take_value("--plot")) {
-            a.plot = std::string(*v);
-        } else if (auto v = cur.take_value("--cases")) {
-            parse_name_list(kCommand, "--cases", "case", *v, case_ids(), a.cases);
-        } else {
-            cur.fail_unknown();
-        }
-    }
-    for (const auto* file : {&a.markdown, &a.json, &a.plot})
-        if (*file && (*file)->empty())
-            throw UsageError(fmt::format("{}: an output file name is empty", kCommand));
-    return a;
-}
 
 // An output file opened before the runs, so that a bad path fails in a
 // second rather than after ten minutes of measuring.
@@ -103,59 +79,11 @@ std::string sample_text(const CaseRun& run, const Sample& s) {
                        seconds_text(s.cpu_us), s.vol_cs, s.invol_cs);
 }
 
-}  // namespace
-
-std::string bench_matrix_usage() {
-    return usage_entry(
-        "  pipespin bench matrix [--rounds R] [--cases LIST] [--quick] [--spin-us N]\n"
-        "                        [--markdown FILE] [--json FILE] [--plot FILE]\n",
-        fmt::format(
-            "Run whole programs in five configurations, interleaved round after round: no "
-            "shim, an empty preload ({}, a library with one symbol, found beside the library; "
-            "without it that arm is skipped), and the shim in modes off, fixed and adaptive. "
-            "The cases: perf bench sched pipe (processes, threads), hackbench -p with 1, 2 and "
-            "4 groups and streaming, dd | cat, seq | wc -l, a sparse producer whose consumer's "
-            "CPU is measured, bash command substitution (each run placed by its voluntary "
-            "context switches: on one CPU, on two, or mixed; the arms are compared within the "
-            "first two too), "
-            "xargs, a recursive make -j4 sharing "
-            "its jobserver pipe, posix_spawn of /bin/true (each paired with one without any "
-            "preload), fork (each paired with one in a twin without any preload), a Python "
-            "os.pipe ping-pong "
-            "whose two ends note the CPU they run on (each round is grouped by the placement "
-            "its no-shim run saw: co-located, spread or mixed), and the footprint (VmRSS of a "
-            "sleeping `sleep 1` per arm, and the library's bss). Reports, as Markdown on stdout "
-            "or in FILE, the median wall and CPU time and voluntary and involuntary context "
-            "switches (of the whole process tree, from wait4), the ratios to no shim, "
-            "per-operation figures, what each arm adds to process start and fork, the "
-            "placements, and the acceptance checks; --json also writes every sample, --plot "
-            "draws the wall ratios with gnuplot as a PNG (a FILE ending in .gp gets the gnuplot "
-            "script instead, data included, which draws the PNG of the same name when run). The "
-            "perf bench and dd | cat cases also "
-            "run their floor each round, the same pipe traffic within one thread without the "
-            "shim: no-shim median wall / (operations x floor median per operation) bounds the "
-            "wall speed-up any spinning could reach here, and a speed-up check whose threshold "
-            "is above that bound reads \"unreachable here\" where it would read FAIL. A check "
-            "whose value is a statistic of the rounds (a ratio of medians, a difference in µs) "
-            "also shows its 95% interval, a bootstrap over the rounds resampled as wholes "
-            "(seed 1, so a report is reproducible): where it includes the threshold, the result "
-            "adds \"(interval includes the threshold)\", a verdict this run cannot settle. LIST is "
-            "comma-separated: {}. --quick scales every case down, for smoke tests. Default: {} "
-            "rounds. Needs perf (Debian package linux-perf), hackbench (rt-tests), python3, "
-            "make and for a PNG gnuplot (gnuplot-nox); installs nothing: a case whose tool is "
-            "missing is skipped with a note, and the exit status is {} when no case can run. "
-            "Progress goes to stderr.",
-            kEmptyLibraryName, fmt::join(case_ids(), ", "), kDefaultRounds, kExitSetup));
-}
-
-int bench_matrix(ArgCursor& cur) {
-    const Args original = cur.rest();
-    const MatrixArgs a = parse_matrix(cur);
+int run_matrix(const MatrixArgs& a, Args words) {
     Report rep;
     rep.args = &a;
-    rep.command =
-        fmt::format("pipespin bench matrix {}",
-                    shell_join(std::vector<std::string>(original.begin(), original.end())));
+    rep.command = fmt::format("{} {} {}", kBenchProgram, kCommand,
+                              shell_join(std::vector<std::string>(words.begin(), words.end())));
     while (rep.command.back() == ' ') rep.command.pop_back();
 
     const std::string exe = self_exe();
@@ -176,7 +104,7 @@ int bench_matrix(ArgCursor& cur) {
     }
 
     auto note = [&](std::string text) {
-        fmt::print(stderr, "pipespin: {}: {}\n", kCommand, text);
+        fmt::print(stderr, "{}: {}: {}\n", kBenchProgram, kCommand, text);
         rep.notes.push_back(std::move(text));
     };
     for (std::size_t i = 0; i < kArmCount; ++i) {
@@ -236,9 +164,8 @@ int bench_matrix(ArgCursor& cur) {
     std::size_t floors = 0;
     for (const CaseRun& run : rep.runs) floors += run.spec.floor != Floor::None ? 1 : 0;
     const std::size_t total = a.rounds * (rep.runs.size() * rep.arms.size() + floors);
-    fmt::print(stderr,
-               "pipespin: {}: ({} case(s) x {} arms + {} floor(s)) x {} round(s) = {} runs\n",
-               kCommand, rep.runs.size(), rep.arms.size(), floors, a.rounds, total);
+    fmt::print(stderr, "{}: {}: ({} case(s) x {} arms + {} floor(s)) x {} round(s) = {} runs\n",
+               kBenchProgram, kCommand, rep.runs.size(), rep.arms.size(), floors, a.rounds, total);
     const int width = static_cast<int>(std::to_string(total).size());
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t round = 0; round < a.rounds; ++round) {
@@ -272,4 +199,52 @@ int bench_matrix(ArgCursor& cur) {
     return kExitOk;
 }
 
-}  // namespace pipespin::cli
+}  // namespace
+
+Action define_matrix(CLI::App& app) {
+    auto a = std::make_shared<MatrixArgs>();
+    app.description(fmt::format(
+        "Run whole programs in five configurations, interleaved round after round: no "
+        "shim, an empty preload ({}, a library with one symbol, found beside the library; "
+        "without it that arm is skipped), and the shim in modes off, fixed and adaptive.\n"
+        "The cases: perf bench sched pipe (processes, threads), hackbench -p with 1, 2 and "
+        "4 groups and streaming, dd | cat, seq | wc -l, a sparse producer whose consumer's "
+        "CPU is measured, bash command substitution (each run placed by its voluntary "
+        "context switches: on one CPU, on two, or mixed; the arms are compared within the "
+        "first two too), xargs, a recursive make -j4 sharing its jobserver pipe, posix_spawn "
+        "of /bin/true (each paired with one without any preload), fork (each paired with one "
+        "in a twin without any preload), a Python os.pipe ping-pong whose two ends note the "
+        "CPU they run on (each round is grouped by the placement its no-shim run saw: "
+        "co-located, spread or mixed), and the footprint (VmRSS of a sleeping `sleep 1` per "
+        "arm, and the library's bss).\n"
+        "Reports, as Markdown on stdout or in FILE, the median wall and CPU time and "
+        "voluntary and involuntary context switches (of the whole process tree, from wait4), "
+        "the ratios to no shim, per-operation figures, what each arm adds to process start "
+        "and fork, the placements, and the acceptance checks. The perf bench and dd | cat "
+        "cases also run their floor each round, the same pipe traffic within one thread "
+        "without the shim: no-shim median wall / (operations x floor median per operation) "
+        "bounds the wall speed-up any spinning could reach here, and a speed-up check whose "
+        "threshold is above that bound reads \"unreachable here\" where it would read FAIL. "
+        "A check whose value is a statistic of the rounds (a ratio of medians, a difference "
+        "in µs) also shows its 95% interval, a bootstrap over the rounds resampled as wholes "
+        "(seed 1, so a report is reproducible): where it includes the threshold, the result "
+        "adds \"(interval includes the threshold)\", a verdict this run cannot settle.\n"
+        "Needs perf (Debian package linux-perf), hackbench (rt-tests), python3, make and for "
+        "a PNG gnuplot (gnuplot-nox); installs nothing: a case whose tool is missing is "
+        "skipped with a note, and the exit status is {} when no case can run. Progress goes "
+        "to stderr.",
+        kEmptyLibraryName, kExitSetup));
+    add_rounds_options(app, a->quick, a->rounds);
+    add_name_list(app, "--cases", "case", case_ids(), a->cases,
+                  fmt::format("the cases to run (default: all): {}", fmt::join(case_ids(), ", ")));
+    add_setting(app, option_spec(OptionId::SpinUs), a->spin_us,
+                "the shim's spin_us in every shim arm");
+    add_file(app, "--markdown", a->markdown, "write the report here, not to stdout");
+    add_file(app, "--json", a->json, "also write every sample and figure as JSON");
+    add_file(app, "--plot", a->plot,
+             "draw the wall ratios with gnuplot as a PNG (a FILE ending in .gp gets the "
+             "gnuplot script instead, data included, which draws the PNG of the same name)");
+    return [a](Args words) { return run_matrix(*a, words); };
+}
+
+}  // namespace pipespin::bench

@@ -1,4 +1,4 @@
-// `pipespin bench matrix`: the pieces its files share.
+// `pipespin-bench matrix`: the pieces its files share.
 //
 //   matrix.cpp    arguments, --help text, and the rounds (what runs when)
 //   cases.cpp     the case catalogue: command lines, scales, set-up
@@ -22,12 +22,12 @@
 #include "cli/util/plot.h"
 #include "cli/util/statistics.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 
-inline constexpr std::string_view kCommand = "bench matrix";
+inline constexpr std::string_view kCommand = "matrix";
 inline constexpr std::uint64_t kDefaultRounds = 5;
 
-// The arms, in the order they run in each round: beside bench pingpong's
+// The arms, in the order they run in each round: beside pipespin pingpong's
 // four, an empty preload (a library with one symbol), so that the share of a
 // loss that any preload would cause, the loader's, is visible.
 inline constexpr ArmKind kArms[] = {kArmKinds[0], kEmptyPreloadArm, kArmKinds[1], kArmKinds[2],
@@ -49,7 +49,7 @@ enum class Figure {
 };
 
 // The case's pipe traffic within one thread, one operation per `ops`: a
-// bench-worker loop that prints the mean µs per operation.
+// worker loop that prints the mean µs per operation.
 enum class Floor { None, RoundTrips, Blocks };
 
 // A file a case needs, written before its first run into a directory of
@@ -70,7 +70,7 @@ struct Case {
     Figure figure = Figure::None;
     Floor floor = Floor::None;
     std::vector<CaseFile> files{};
-    // argv is `pipespin bench-worker LOOP N`: this executable runs it, told
+    // argv is `pipespin-bench worker LOOP N`: this executable runs it, told
     // to fail unless the shim is there exactly when the arm has it.
     bool worker = false;
     std::string shown{};  // the command as the Markdown shows it, when argv is unreadable
@@ -229,4 +229,4 @@ std::string per_op_text(double us);
 // Grouped bars of the wall ratio per case and arm.
 Chart matrix_chart(const Report& rep);
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

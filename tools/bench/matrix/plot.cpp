@@ -1,4 +1,4 @@
-// bench matrix --plot: grouped bars of the wall ratio (no shim / arm) per
+// matrix --plot: grouped bars of the wall ratio (no shim / arm) per
 // case and arm, on a log scale, each bar labelled with its value. The bars
 // are the wall ratios of the report's table, in its order; the footprint,
 // which has no time, is left out.
@@ -8,7 +8,7 @@
 
 #include "bench/matrix/matrix.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 
 Chart matrix_chart(const Report& rep) {
     double lo = 1, hi = 1;
@@ -33,7 +33,7 @@ Chart matrix_chart(const Report& rep) {
         .width = 1400,
         .data = gnuplot_datablock("ratios", rows),
         .title = fmt::format(
-            "pipespin bench matrix: wall-time speed-up per case (no shim / arm), median of {} "
+            "pipespin-bench matrix: wall-time speed-up per case (no shim / arm), median of {} "
             "round(s){}",
             rep.args->rounds, rep.args->quick ? " (--quick)" : ""),
         .commands = fmt::format(
@@ -58,4 +58,4 @@ Chart matrix_chart(const Report& rep) {
     };
 }
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

@@ -1,4 +1,4 @@
-// bench matrix: the two renderings of a report, Markdown (for people and BENCHMARKS.md) and JSON
+// matrix: the two renderings of a report, Markdown (for people and docs/benchmarks.md) and JSON
 // (every sample, for machines). Both are drawn from the same Report and the same checks, so they
 // cannot disagree (tests/cli compares them anyway).
 #include <array>
@@ -10,7 +10,7 @@
 #include "cli/util/json_writer.h"
 #include "cli/util/text.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 namespace {
 
 std::string ratio_text(double r) {
@@ -55,7 +55,7 @@ std::string arm_names(const Report& rep) {
 
 std::string header(const Report& rep) {
     const MatrixArgs& a = *rep.args;
-    std::string md = "## pipespin bench matrix\n\n";
+    std::string md = "## pipespin-bench matrix\n\n";
     md += fmt::format("Command: `{}`\n\n", rep.command);
     md += fmt::format("- Date: {}; {} runs took {}\n", rep.host.date, rep.run_count,
                       duration_text(rep.elapsed_s));
@@ -443,4 +443,4 @@ std::string json(const Report& rep) {
            "\n";
 }
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

@@ -1,4 +1,4 @@
-// bench matrix: running one sample of a case in one arm and measuring it.
+// matrix: running one sample of a case in one arm and measuring it.
 //
 // Each run is measured from outside: wall time from the spawn to the reaping,
 // CPU time and context switches from wait4's rusage, which covers the child
@@ -21,13 +21,14 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench.h"
 #include "bench/matrix/matrix.h"
-#include "cli/cli.h"
 #include "cli/util/spawn.h"
 #include "cli/util/text.h"
+#include "cli/worker.h"
 #include "platform/sys.h"
 
-namespace pipespin::cli::matrix {
+namespace pipespin::bench::matrix {
 
 namespace {
 
@@ -141,7 +142,9 @@ Sample run_once(const CaseRun& run, const ArmKind& arm, const Environment& env) 
     if (c.figure == Figure::RssKib) return measure_rss(run, arm, env);
     std::vector<std::string> argv = c.argv;
     // A worker checks that the shim is there exactly when it should be.
-    if (c.worker) argv.insert(argv.end() - 1, std::string(expect_shim_flag(arm.mode.has_value())));
+    if (c.worker)
+        argv.insert(argv.end() - 1,
+                    std::string(cli::worker::expect_shim_flag(arm.mode.has_value())));
     const Measured m =
         spawn_measure(run.path, argv, env, {.null_stdin = true, .capture_stderr = true});
     auto fail = [&](const std::string& why) {
@@ -328,4 +331,4 @@ Host host_facts() {
     return h;
 }
 
-}  // namespace pipespin::cli::matrix
+}  // namespace pipespin::bench::matrix

@@ -1,4 +1,4 @@
-// The arithmetic behind `bench matrix`'s acceptance lines (matrix.cpp),
+// The arithmetic behind `pipespin-bench matrix`'s acceptance lines (matrix.cpp),
 // kept pure (header-only, but for cli/util/statistics.cpp's bootstrap) so that
 // tests/cli/test_matrix_verdict.cpp checks it without running a benchmark.
 #pragma once
@@ -14,7 +14,10 @@
 
 #include "cli/util/statistics.h"
 
-namespace pipespin::cli {
+namespace pipespin::bench {
+
+// The lab is built on the command line's utilities (tools/cli/util).
+using namespace pipespin::cli;
 
 // The largest wall speed-up (no-shim wall / arm wall) any spin policy could
 // reach: an arm's run cannot cost less per operation than the floor, the
@@ -178,4 +181,4 @@ constexpr std::string_view placement_name(Placement p) {
     return p == Placement::CoLocated ? "co-located" : p == Placement::Spread ? "spread" : "mixed";
 }
 
-}  // namespace pipespin::cli
+}  // namespace pipespin::bench

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 #include "cli/util/json_writer.h"
 #include "cli/util/plot.h"
 #include "cli/util/statistics.h"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 #include "cli/util/json_reader.h"
 #include "cli/util/text.h"
 

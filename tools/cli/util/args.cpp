@@ -2,82 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 #include "cli/util/text.h"
 
 namespace pipespin::cli {
-
-namespace {
-
-bool asks_for_help(std::string_view word) {
-    return word == "--help" || word == "-h";
-}
-
-}  // namespace
-
-bool ArgCursor::at_flag() const noexcept {
-    std::string_view w = peek();
-    return w.size() > 1 && w.front() == '-' && w != "--";
-}
-
-bool ArgCursor::take_flag(std::string_view name) {
-    if (done() || peek() != name) return false;
-    ++pos_;
-    return true;
-}
-
-std::optional<std::string_view> ArgCursor::take_value(std::string_view name) {
-    std::string_view w = peek();
-    if (w == name) {
-        if (pos_ + 1 >= args_.size())
-            throw UsageError(fmt::format("{}: {} needs a value", command_, name));
-        std::string_view value = args_[pos_ + 1];
-        pos_ += 2;
-        return value;
-    }
-    if (w.size() > name.size() && w.starts_with(name) && w[name.size()] == '=') {
-        ++pos_;
-        return w.substr(name.size() + 1);
-    }
-    return std::nullopt;
-}
-
-bool ArgCursor::take_separator() {
-    return take_flag("--");
-}
-
-std::string_view ArgCursor::take_word() {
-    return done() ? std::string_view{} : args_[pos_++];
-}
-
-void ArgCursor::check_help() const {
-    if (!done() && asks_for_help(peek()))
-        throw HelpRequested(fmt::format("{}: unknown option '{}'", command_, peek()));
-}
-
-void ArgCursor::fail_unknown() const {
-    check_help();
-    if (at_flag())
-        throw UsageError(fmt::format("{}: unknown option '{}'", command_, printable(peek())));
-    throw UsageError(fmt::format("{}: unexpected argument '{}'", command_, printable(peek())));
-}
-
-bool take_rounds_flag(ArgCursor& cur, std::string_view command, bool& quick,
-                      std::uint64_t& rounds) {
-    if (cur.take_flag("--quick")) {
-        quick = true;
-        return true;
-    }
-    if (auto v = cur.take_value("--rounds")) {
-        rounds = parse_count(command, "--rounds", *v, 1, 1000);
-        return true;
-    }
-    return false;
-}
 
 std::string flag_name(const OptionSpec& spec) {
     std::string out = "--";
@@ -103,23 +34,6 @@ std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
     return format_option(spec, o);
 }
 
-void parse_name_list(std::string_view command, std::string_view flag, std::string_view what,
-                     std::string_view text, const std::vector<std::string>& known,
-                     std::vector<std::string>& into) {
-    std::string_view rest = text;
-    while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        const std::string id(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
-        if (id.empty()) continue;
-        if (std::find(known.begin(), known.end(), id) == known.end())
-            throw UsageError(fmt::format("{}: unknown {} '{}' (known: {})", command, what,
-                                         printable(id), fmt::join(known, ", ")));
-        into.push_back(id);
-    }
-    if (into.empty()) throw UsageError(fmt::format("{}: {} is empty", command, flag));
-}
-
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max) {
     std::uint64_t v = 0;
@@ -128,6 +42,91 @@ std::uint64_t parse_count(std::string_view command, std::string_view flag, std::
         throw UsageError(fmt::format("{}: invalid value '{}' for {} (accepted: {}..{})", command,
                                      printable(text), flag, min, max));
     return v;
+}
+
+namespace {
+
+// The name a message gives a flag: its long name if it has one.
+std::string shown_name(const CLI::Option& o) {
+    if (!o.get_lnames().empty()) return "--" + o.get_lnames().front();
+    if (!o.get_snames().empty()) return "-" + o.get_snames().front();
+    return o.get_name(true, false);
+}
+
+// Option `names` whose value `apply` checks and stores; given twice, the
+// last one counts.
+CLI::Option* add_checked(
+    CLI::App& app, const std::string& names, const std::string& help, const std::string& value,
+    std::function<void(std::string_view command, std::string_view flag, const std::string& text)>
+        apply) {
+    CLI::Option* opt = app.add_option(names, help);
+    opt->type_name(value)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    opt->each([&app, opt, apply = std::move(apply)](const std::string& text) {
+        apply(app.get_name(), shown_name(*opt), text);
+    });
+    return opt;
+}
+
+}  // namespace
+
+CLI::Option* add_count(CLI::App& app, const std::string& names, std::uint64_t& into,
+                       std::uint64_t min, std::uint64_t max, const std::string& help,
+                       const std::string& value) {
+    return add_checked(app, names, help, value,
+                       [&into, min, max](std::string_view command, std::string_view flag,
+                                         const std::string& text) {
+                           into = parse_count(command, flag, text, min, max);
+                       })
+        ->default_str(std::to_string(into));
+}
+
+CLI::Option* add_setting(CLI::App& app, const OptionSpec& spec, std::optional<std::uint32_t>& into,
+                         const std::string& help) {
+    return add_checked(
+               app, flag_name(spec), help, std::string(value_hint(spec)),
+               [&into, &spec](std::string_view command, std::string_view, const std::string& text) {
+                   into = parse_flag_value(command, spec, text);
+               })
+        ->default_str(format_default(spec));
+}
+
+CLI::Option* add_name_list(CLI::App& app, const std::string& flag, std::string_view what,
+                           std::vector<std::string> known, std::vector<std::string>& into,
+                           const std::string& help) {
+    return add_checked(
+        app, flag, help, "LIST",
+        [&into, what = std::string(what), known = std::move(known)](
+            std::string_view command, std::string_view flag, const std::string& text) {
+            into.clear();
+            std::string_view rest = text;
+            while (!rest.empty()) {
+                const std::size_t comma = rest.find(',');
+                const std::string id(rest.substr(0, comma));
+                rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+                if (id.empty()) continue;
+                if (std::find(known.begin(), known.end(), id) == known.end())
+                    throw UsageError(fmt::format("{}: unknown {} '{}' (known: {})", command, what,
+                                                 printable(id), fmt::join(known, ", ")));
+                into.push_back(id);
+            }
+            if (into.empty()) throw UsageError(fmt::format("{}: {} is empty", command, flag));
+        });
+}
+
+CLI::Option* add_file(CLI::App& app, const std::string& flag, std::optional<std::string>& into,
+                      const std::string& help, const std::string& value) {
+    return add_checked(
+        app, flag, help, value,
+        [&into](std::string_view command, std::string_view flag, const std::string& text) {
+            if (text.empty())
+                throw UsageError(fmt::format("{}: {} needs a file name", command, flag));
+            into = text;
+        });
+}
+
+void add_rounds_options(CLI::App& app, bool& quick, std::uint64_t& rounds) {
+    add_count(app, "--rounds", rounds, 1, 1000, "rounds to run, each arm once a round", "R");
+    app.add_flag("--quick", quick, "scale every run down, for smoke tests");
 }
 
 }  // namespace pipespin::cli

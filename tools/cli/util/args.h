@@ -1,23 +1,24 @@
-// The values of a subcommand's flags: counts, lists of names, and the
-// options of the shim's table given on the command line. Each throws
-// UsageError naming the subcommand, the flag and what it accepts. The words
-// themselves are walked by ArgCursor (cli/cli.h).
+// Declaring a command's options on its CLI11 app (command.h), with the
+// checks and the messages of pipespin's own: a value out of range, an
+// unknown name in a list or an empty file name is a UsageError naming the
+// command, the flag and what it accepts.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "core/options.h"
 
 namespace pipespin::cli {
 
-class ArgCursor;
-
-// Command-line values for table options: "--spin-us" for spin_us, and the
-// value parsed strictly (anything parse_value would fix up is an error here,
-// since the user is present to correct it).
+// Command-line values for the shim's options: "--spin-us" for spin_us, and
+// the value parsed strictly (anything parse_value would fix up is an error
+// here, since the user is present to correct it).
 std::string flag_name(const OptionSpec& spec);
 std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
                                std::string_view text);
@@ -26,21 +27,34 @@ std::uint32_t parse_flag_value(std::string_view command, const OptionSpec& spec,
 std::string parse_flag_text(std::string_view command, const OptionSpec& spec,
                             std::string_view text);
 
-// Appends a comma-separated list of names, each one of `known`
-// ("perf-pipe,seq-wc"), to `into`: empty items are skipped; an unknown name
-// ("COMMAND: unknown WHAT 'x' (known: ...)") or `into` still empty ("COMMAND:
-// FLAG is empty") is a UsageError.
-void parse_name_list(std::string_view command, std::string_view flag, std::string_view what,
-                     std::string_view text, const std::vector<std::string>& known,
-                     std::vector<std::string>& into);
-
-// A whole number for a flag such as --iterations, within [min, max].
+// A whole number in [min, max], for a flag such as --iterations.
 std::uint64_t parse_count(std::string_view command, std::string_view flag, std::string_view text,
                           std::uint64_t min, std::uint64_t max);
 
-// The flags of the subcommands that run rounds of whole programs (bench
-// matrix, coverage): --quick (scaled-down runs) and --rounds R (1..1000).
-// Takes one of them if it is next; false when neither is.
-bool take_rounds_flag(ArgCursor& cur, std::string_view command, bool& quick, std::uint64_t& rounds);
+// `names` ("-n,--runs") takes a whole number in [min, max]; the default
+// shown is into's value.
+CLI::Option* add_count(CLI::App& app, const std::string& names, std::uint64_t& into,
+                       std::uint64_t min, std::uint64_t max, const std::string& help,
+                       const std::string& value = "N");
+
+// --NAME of one of the shim's options (--spin-us, --mode), parsed as the
+// option table says, its default the shim's.
+CLI::Option* add_setting(CLI::App& app, const OptionSpec& spec, std::optional<std::uint32_t>& into,
+                         const std::string& help);
+
+// A comma-separated list of names, each one of `known` ("perf-pipe,seq-wc"),
+// appended to `into`: empty items are skipped; an unknown name ("COMMAND:
+// unknown WHAT 'x' (known: ...)") or no name at all is a UsageError.
+CLI::Option* add_name_list(CLI::App& app, const std::string& flag, std::string_view what,
+                           std::vector<std::string> known, std::vector<std::string>& into,
+                           const std::string& help);
+
+// A file name (an empty one is a UsageError).
+CLI::Option* add_file(CLI::App& app, const std::string& flag, std::optional<std::string>& into,
+                      const std::string& help, const std::string& value = "FILE");
+
+// --quick and --rounds R (1..1000): the options of the commands that run
+// rounds of whole programs (pipespin-bench matrix, coverage).
+void add_rounds_options(CLI::App& app, bool& quick, std::uint64_t& rounds);
 
 }  // namespace pipespin::cli

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 #include "cli/util/text.h"
 
 namespace pipespin::cli {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 #include "cli/util/spawn.h"
 #include "cli/util/text.h"
 #include "cli/util/tool_lookup.h"

@@ -13,7 +13,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 
 namespace pipespin::cli {
 

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/cli.h"
+#include "cli/util/errors.h"
 
 namespace pipespin::cli {
 namespace fs = std::filesystem;

@@ -56,10 +56,6 @@ std::string wrap(std::string_view text, std::size_t indent, std::size_t width) {
     return out;
 }
 
-std::string usage_entry(std::string_view synopsis, std::string_view text) {
-    return std::string(synopsis) + wrap(text, 6);
-}
-
 std::optional<double> parse_decimal(std::string_view text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
     double v = 0;

@@ -20,12 +20,9 @@ std::string printable(std::string_view s);
 
 // `text` wrapped at `width` columns, every line indented by `indent` spaces.
 std::string wrap(std::string_view text, std::size_t indent, std::size_t width = 79);
-// One --help entry: the synopsis lines as written, then `text` wrapped below
-// them with an indent of six.
-std::string usage_entry(std::string_view synopsis, std::string_view text);
 
 // A decimal number making up all of `text` but for trailing blanks and
-// newlines (what a bench-worker prints); nullopt for anything else.
+// newlines (what a worker prints); nullopt for anything else.
 std::optional<double> parse_decimal(std::string_view text);
 
 }  // namespace pipespin::cli
