@@ -171,7 +171,7 @@ for line in open(sys.argv[1]):
 EOF
 }
 for name in systemd-dropin:Environment= dockerfile:ENV\ ; do
-  bash "$here/tests/install/snippet.sh" "$here/README.md" "${name%%:*}" >"$work/snippet"
+  bash "$here/tests/install/snippet.sh" "$here/docs/deploy.md" "${name%%:*}" >"$work/snippet"
   env_assignments "$work/snippet" "${name#*:}" >"$work/env"
   expect_in "$work/env" "LD_PRELOAD=$libdir/libpipespin.so"
   mapfile -t assignments <"$work/env"
@@ -182,12 +182,12 @@ for name in systemd-dropin:Environment= dockerfile:ENV\ ; do
   say "the ${name%%:*} snippet's environment loads $libdir/libpipespin.so"
 done
 if command -v systemd-analyze >/dev/null; then
-  mkdir -p "$work/units/pipespin-readme.service.d"
-  printf '[Unit]\nDescription=pipespin README test\n[Service]\nExecStart=/bin/true\n' \
-    >"$work/units/pipespin-readme.service"
-  bash "$here/tests/install/snippet.sh" "$here/README.md" systemd-dropin \
-    >"$work/units/pipespin-readme.service.d/pipespin.conf"
-  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-readme.service" \
+  mkdir -p "$work/units/pipespin-deploy.service.d"
+  printf '[Unit]\nDescription=pipespin docs/deploy.md test\n[Service]\nExecStart=/bin/true\n' \
+    >"$work/units/pipespin-deploy.service"
+  bash "$here/tests/install/snippet.sh" "$here/docs/deploy.md" systemd-dropin \
+    >"$work/units/pipespin-deploy.service.d/pipespin.conf"
+  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-deploy.service" \
     >"$work/verify" 2>&1 && [ ! -s "$work/verify" ] || { cat "$work/verify" >&2; fail "systemd-analyze verify"; }
   say "systemd-analyze verify accepts the drop-in"
 else

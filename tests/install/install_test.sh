@@ -9,8 +9,13 @@ case_name=$1
 build=$(realpath "$2")
 src=$(realpath "$3")
 multiarch=$4
+# The README's quick start, and the deployment snippets of docs/deploy.md.
 readme=$src/README.md
-snippet() { bash "$src/tests/install/snippet.sh" "$readme" "$1" || fail "README has no snippet '$1'"; }
+deploy=$src/docs/deploy.md
+snippet() {  # snippet NAME [FILE]: FILE defaults to the README
+  local file=${2:-$readme}
+  bash "$src/tests/install/snippet.sh" "$file" "$1" || fail "${file#"$src/"} has no snippet '$1'"
+}
 
 . "$src/tests/case_lib.sh"
 case_setup "${TMPDIR:-/tmp}/pipespin-install"
@@ -276,10 +281,10 @@ for line in open(sys.argv[1]):
 EOF
 }
 
-case_readme_systemd() {
+case_deploy_systemd() {
   local p=$work/prefix
   install_to "$p"
-  snippet systemd-dropin >"$work/dropin.conf"
+  snippet systemd-dropin "$deploy" >"$work/dropin.conf"
   # The path in the snippet is where the .deb puts the library.
   environment_of "$work/dropin.conf" >"$work/env"
   expect_in "$work/env" "LD_PRELOAD=/usr/lib/$multiarch/libpipespin.so"
@@ -299,11 +304,11 @@ case_readme_systemd() {
   expect_in "$work/err" "pipespin: info: exit pid="
   # systemd itself accepts the drop-in (a unit of our own; nothing is started).
   command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed: the drop-in was parsed and run, not verified by systemd"
-  mkdir -p "$work/units/pipespin-readme.service.d"
-  printf '[Unit]\nDescription=pipespin README test\n[Service]\nExecStart=/bin/true\n' \
-    >"$work/units/pipespin-readme.service"
-  cp "$work/dropin.conf" "$work/units/pipespin-readme.service.d/pipespin.conf"
-  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-readme.service" \
+  mkdir -p "$work/units/pipespin-deploy.service.d"
+  printf '[Unit]\nDescription=pipespin docs/deploy.md test\n[Service]\nExecStart=/bin/true\n' \
+    >"$work/units/pipespin-deploy.service"
+  cp "$work/dropin.conf" "$work/units/pipespin-deploy.service.d/pipespin.conf"
+  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-deploy.service" \
     >"$work/verify" 2>&1 || { cat "$work/verify" >&2; fail "systemd-analyze verify failed"; }
   [ ! -s "$work/verify" ] || { cat "$work/verify" >&2; fail "systemd-analyze verify complained"; }
 }
@@ -355,11 +360,11 @@ shimmed_in_chroot() {
   if [ "$2" = yes ]; then grep -q "pipespin: info: exit pid=" "$work/chroot.err"; fi
 }
 
-case_readme_host() {
+case_deploy_host() {
   local root=$work/root
   make_chroot "$root"
-  snippet host-enable >"$work/enable.sh"
-  snippet host-disable >"$work/disable.sh"
+  snippet host-enable "$deploy" >"$work/enable.sh"
+  snippet host-disable "$deploy" >"$work/disable.sh"
   grep -q "/usr/lib/$multiarch/libpipespin.so" "$work/enable.sh" || fail "host-enable names another path"
   shimmed_in_chroot "$root" no || fail "shimmed before the snippet ran"
   chroot "$root" /bin/sh -e <"$work/enable.sh" || fail "host-enable snippet failed in the chroot"
