@@ -8,7 +8,8 @@
 #   <libdir>/libpipespin.so and libpipespin-log.so, side by side: the shim
 #       dlopens its sink from its own directory (src/interpose/report.cpp)
 #   share/man/man1/pipespin.1.gz, share/man/man5/pipespin.conf.5.gz
-#   share/doc/pipespin/preload.conf.example
+#   share/doc/pipespin/preload.conf.example, and copyright and changelog.gz
+#       (packaging/deb.cmake)
 #   share/bash-completion/completions/pipespin
 #   include/pipespin/pipespin.h, share/pkgconfig/pipespin.pc and
 #       share/cmake/pipespin/: the control API for programs (docs/api.md),

@@ -70,6 +70,16 @@ expect_in "$work/info" "libstdc++6"
 dpkg-deb -e "$deb" "$work/control"
 [ "$(cat "$work/control/conffiles")" = /etc/pipespin.conf ] || fail "conffiles is not exactly /etc/pipespin.conf"
 [ -x "$work/control/prerm" ] || fail "no executable prerm"
+[ "$(cat "$work/control/triggers")" = "activate-noawait ldconfig" ] || fail "no ldconfig trigger"
+# Debian's checker, when it is installed: no error. Its warnings: the
+# libraries have no SONAME version (a preload is never linked against),
+# CPack's postinst and postrm call ldconfig, and changelog.gz is
+# CHANGELOG.md, not a Debian changelog.
+if command -v lintian >/dev/null; then
+  lintian "$deb" >"$work/lintian" 2>&1 || true
+  cat "$work/lintian"
+  ! grep -q '^E: ' "$work/lintian" || fail "lintian reports errors"
+fi
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\.||' | grep -v '/$' | sort >"$work/files"
 sort >"$work/want" <<EOF
@@ -83,6 +93,8 @@ $libdir/libpipespin.so
 /usr/share/cmake/pipespin/pipespin-config.cmake
 /usr/share/cmake/pipespin/pipespin-targets.cmake
 /usr/share/pkgconfig/pipespin.pc
+/usr/share/doc/pipespin/changelog.gz
+/usr/share/doc/pipespin/copyright
 /usr/share/doc/pipespin/preload.conf.example
 /usr/share/man/man1/pipespin.1.gz
 /usr/share/man/man5/pipespin.conf.5.gz

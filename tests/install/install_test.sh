@@ -55,7 +55,8 @@ case_layout() {
   lib=$(libdir_of "$p")
   for f in "$p/bin/pipespin" "$lib/libpipespin.so" "$lib/libpipespin-log.so" \
     "$p/share/man/man1/pipespin.1.gz" "$p/share/man/man5/pipespin.conf.5.gz" \
-    "$p/share/doc/pipespin/preload.conf.example" \
+    "$p/share/doc/pipespin/preload.conf.example" "$p/share/doc/pipespin/copyright" \
+    "$p/share/doc/pipespin/changelog.gz" \
     "$p/share/bash-completion/completions/pipespin" \
     "$p/include/pipespin/pipespin.h" "$p/share/pkgconfig/pipespin.pc" \
     "$p/share/cmake/pipespin/pipespin-config.cmake" \
