@@ -122,10 +122,11 @@ void pair(const struct sigaction& a, const struct sigaction& b, int ran_a, int r
 }
 
 // The shim wraps handlers from a process's first spin on
-// (docs/intercepted.md, "Signal handlers"): one poll on an empty pipe with a read hint spins where the
-// configuration lets anything spin, so that every check below meets the
-// wrapped path there. True when handlers are then wrapped: fixed and
-// adaptive, with two usable CPUs (with one, nothing spins).
+// (docs/intercepted.md, "Signal handlers"): one poll on an empty pipe with
+// a read hint spins where the configuration lets anything spin, so that
+// every check below meets the wrapped path there. True when handlers are
+// then wrapped: fixed and adaptive, with two usable CPUs (with one, nothing
+// spins).
 bool spin_once() {
     int p[2];
     make_pipe(p);
