@@ -26,7 +26,7 @@ constexpr Example kCoverageExamples[] = {
 };
 
 constexpr Command kCommands[] = {
-    {"matrix", "whole programs in five configurations, interleaved, with acceptance checks",
+    {"matrix", "whole programs in five configurations, with acceptance checks",
      "matrix [--rounds R] [--cases LIST] [--quick] [--spin-us N] [--markdown FILE] "
      "[--json FILE] [--plot FILE]",
      define_matrix, kMatrixExamples},
@@ -35,7 +35,7 @@ constexpr Command kCommands[] = {
      "[--markdown FILE]",
      define_coverage, kCoverageExamples},
     {"worker", "the loops the benchmarks re-execute once per sample",
-     "worker LOOP [--threads] [--expect-shim|--expect-no-shim] N\n"
+     "worker LOOP [OPTIONS] N\n"
      "worker relay|feed [OPTIONS] ARG -- PROG [ARGS...]\nworker fork-twin",
      define_worker},
 };

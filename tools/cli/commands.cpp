@@ -61,7 +61,7 @@ constexpr Command kCommands[] = {
      "stats [--json] FILE...\n"
      "stats --compare [--program NAME] [--margin PCT] [--seed S] [--json] [--plot OUT] FILE...",
      define_stats, kStatsExamples},
-    {"ab", "A/B test: is a command faster with the shim spinning than with it off?",
+    {"ab", "A/B test: is a command faster with the shim spinning than off?",
      "ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--plot FILE] [--] CMD "
      "[ARGS...]",
      define_ab, kAbExamples},
@@ -70,7 +70,7 @@ constexpr Command kCommands[] = {
      kPingpongExamples},
     {"pingpong-worker",
      "what pingpong runs once per sample",
-     "pingpong-worker LOOP [--threads] [--expect-shim|--expect-no-shim] N",
+     "pingpong-worker LOOP [OPTIONS] N",
      define_pingpong_worker,
      {},
      true},

@@ -140,7 +140,7 @@ std::string help_text(const CommandDoc& doc) {
         out += usage_lines(i == 0 ? "Usage: " : "       ", doc.synopsis[i]);
     for (const std::string& p : doc.paragraphs) out += "\n" + wrap(p, 0);
     if (!doc.subcommands.empty())
-        out += fmt::format("\nCommands: {}\n", fmt::join(doc.subcommands, ", "));
+        out += "\n" + wrap(fmt::format("Commands: {}", fmt::join(doc.subcommands, ", ")), 0);
     if (!doc.options.empty()) out += "\nOptions:\n";
     for (const OptionDoc& o : doc.options) out += "  " + option_head(o) + "\n" + wrap(o.help, 6);
     if (!doc.examples.empty()) out += "\nExamples:\n";
