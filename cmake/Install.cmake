@@ -8,7 +8,8 @@
 #   <libdir>/libpipespin.so and libpipespin-log.so, side by side: the shim
 #       dlopens its sink from its own directory (src/interpose/report.cpp)
 #   share/man/man1/pipespin.1.gz, share/man/man5/pipespin.conf.5.gz
-#   share/doc/pipespin/preload.conf.example
+#   share/doc/pipespin/preload.conf.example, and copyright and changelog.gz
+#       (packaging/deb.cmake)
 #   share/bash-completion/completions/pipespin
 #   include/pipespin/pipespin.h, share/pkgconfig/pipespin.pc and
 #       share/cmake/pipespin/: the control API for programs (docs/api.md),
@@ -17,8 +18,9 @@
 #       preload.conf.example with every line commented out, so that it
 #       changes nothing until the admin uncomments a line
 #
-# The manual pages and the completion are written by `pipespin gen-docs`
-# from the command and option tables (tools/cli_docs.cpp), never by hand.
+# The manual pages and the completion are written by pipespin-gendoc
+# (tools/gendoc) from the command and option tables, never by hand. The lab
+# (pipespin-bench) and the generator are not installed.
 include(GNUInstallDirs)
 
 # Libraries are mapped, never executed: 0644, as Debian wants them.
@@ -38,8 +40,8 @@ endif()
 function(pipespin_gen_doc output)
   add_custom_command(OUTPUT ${PIPESPIN_GEN_DIR}/${output}
     COMMAND ${CMAKE_COMMAND} -E make_directory ${PIPESPIN_GEN_DIR}
-    COMMAND $<TARGET_FILE:pipespin_cli> gen-docs ${ARGN} --output ${PIPESPIN_GEN_DIR}/${output}
-    DEPENDS pipespin_cli ${PIPESPIN_EXAMPLE}
+    COMMAND $<TARGET_FILE:pipespin_gendoc> ${ARGN} --output ${PIPESPIN_GEN_DIR}/${output}
+    DEPENDS pipespin_gendoc ${PIPESPIN_EXAMPLE}
     COMMENT "Writing ${output} from the command and option tables"
     VERBATIM)
 endfunction()

@@ -6,6 +6,7 @@ set -euo pipefail
 pipespin_packages=(
   g++ cmake make pkg-config          # build
   libfmt-dev libspdlog-dev catch2    # compiled-in logging, unit tests
+  libcli11-dev                       # argument parsing of pipespin and pipespin-bench
   python3                            # tests parse JSON and drive e2e cases
   strace                             # tests/e2e: mode off makes no shim's syscalls
   python3-jsonschema                 # tests validate statistics lines (docs/stats.schema.json)
@@ -13,7 +14,7 @@ pipespin_packages=(
   gnuplot-nox                        # benchmark charts
   time                               # /usr/bin/time for tools/bench/interpose.sh
   strace                             # tests: the system calls a program makes
-  xz-utils zstd perl                 # programs `pipespin coverage` runs
+  xz-utils zstd perl                 # programs `pipespin-bench coverage` runs
   man-db                             # tests/install renders the manual pages
   strace                             # tests/e2e counts a program's system calls
   clang libclang-rt-dev              # libFuzzer for tools/fuzz.sh (CI runs it)

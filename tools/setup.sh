@@ -11,4 +11,4 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)"
 echo
 echo "== demo: 1-byte ping-pong between two processes, with and without pipespin =="
-build/bin/pipespin bench pingpong --rounds 5
+build/bin/pipespin pingpong --rounds 5

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# CLI tests for pipespin, one case per CTest test:
-#   cli_test.sh CASE PIPESPIN LIBRARY CXX VERSION
+# CLI tests for pipespin and the lab's pipespin-bench, one case per CTest test:
+#   cli_test.sh CASE PIPESPIN PIPESPIN_BENCH LIBRARY CXX VERSION
 # Exit 0: pass, 77: skipped (reason on stdout), anything else: fail.
 set -uo pipefail
 
 case_name=$1
 pipespin=$2
-library=$(realpath "$3")
-cxx=$4
-version=$5
+bench=$3
+library=$(realpath "$4")
+cxx=$5
+version=$6
 
 . "$(dirname "$0")/../case_lib.sh"
 case_setup "$PWD/cli"
@@ -25,23 +26,59 @@ expect_status() {
   fi
 }
 
+# The commands a user runs, and the lab's, which pipespin must not offer.
+user_commands="run check-config stats ab pingpong"
+lab_commands="bench matrix coverage worker bench-worker gen-docs"
+
 case_help() {
   for flag in --help -h help; do
     expect_status 0 "$pipespin" "$flag"
-    for var in PIPESPIN_MODE PIPESPIN_SPIN_US PIPESPIN_PROBE PIPESPIN_LOG PIPESPIN_LIBRARY; do
+    for var in PIPESPIN_MODE PIPESPIN_SPIN_US PIPESPIN_LOG PIPESPIN_CONFIG PIPESPIN_LIBRARY; do
       expect_in "$work/out" "$var="
     done
-    expect_in "$work/out" "pipespin run"
-    expect_in "$work/out" "pipespin bench pingpong"
-    expect_in "$work/out" "pipespin bench matrix"
-    expect_in "$work/out" "pipespin coverage"
+    for c in $user_commands; do grep -qE "^  $c  " "$work/out" || fail "$flag does not list $c"; done
     expect_in "$work/out" "off|fixed|adaptive"
     [ ! -s "$work/err" ] || fail "$flag wrote to stderr"
+    # One screen.
+    [ "$(wc -l <"$work/out")" -le 40 ] || fail "$flag is $(wc -l <"$work/out") lines, more than 40"
   done
-  # The hidden worker is not advertised.
-  expect_not_in "$work/out" "bench-worker"
+  # Neither the lab nor the hidden worker is advertised.
+  for c in $lab_commands pingpong-worker; do expect_not_in "$work/out" "$c"; done
+  # Each command's --help is its own: its usage and options, no other command's.
+  for c in $user_commands; do
+    for flag in --help -h; do
+      expect_status 0 "$pipespin" "$c" "$flag"
+      head -1 "$work/out" | grep -qE "^Usage: pipespin $c( |\$)" || fail "$c $flag does not start with its usage"
+      if grep -E '^(Usage:)? +pipespin [a-z]' "$work/out" | grep -vE "pipespin $c( |\$)"; then
+        fail "$c $flag shows another command's usage"
+      fi
+      expect_not_in "$work/out" "Commands:"
+      [ ! -s "$work/err" ] || fail "$c $flag wrote to stderr"
+    done
+    expect_status 0 "$pipespin" help "$c"
+    head -1 "$work/out" | grep -qE "^Usage: pipespin $c( |\$)" || fail "help $c does not show $c's usage"
+  done
   expect_status 0 "$pipespin" run --help
-  expect_in "$work/out" "PIPESPIN_MODE="
+  expect_in "$work/out" "PIPESPIN_MODE"
+  expect_in "$work/out" "--spin-us 0..1000000 µs (default: 50)"
+  expect_not_in "$work/out" "--iterations"
+  expect_status 0 "$pipespin" pingpong --help
+  expect_in "$work/out" "--iterations N (default: 20000)"
+  expect_not_in "$work/out" "--print-config"
+  # A bare pipespin: a few lines of usage on stderr, and a usage error.
+  expect_status 2 "$pipespin"
+  [ ! -s "$work/out" ] || fail "a bare pipespin wrote to stdout"
+  [ "$(wc -l <"$work/err")" -le 5 ] || fail "a bare pipespin printed $(wc -l <"$work/err") lines"
+  expect_in "$work/err" "Usage: pipespin COMMAND"
+  # The lab's commands are pipespin-bench's, with their own --help.
+  expect_status 0 "$bench" --help
+  for c in matrix coverage worker; do grep -qE "^  $c  " "$work/out" || fail "pipespin-bench --help does not list $c"; done
+  for c in matrix coverage worker; do
+    expect_status 0 "$bench" "$c" --help
+    head -1 "$work/out" | grep -qE "^Usage: pipespin-bench $c( |\$)" || fail "pipespin-bench $c --help"
+  done
+  expect_status 0 "$bench" worker pingpong --help
+  expect_in "$work/out" "--threads"
 }
 
 case_version() {
@@ -55,12 +92,18 @@ case_usage_errors() {
   expect_in "$work/err" "unknown command 'frobnicate'"
   expect_status 2 "$pipespin" --frobnicate
   expect_in "$work/err" "unknown option '--frobnicate'"
+  # The lab's commands are not pipespin's.
+  for c in $lab_commands; do
+    expect_status 2 "$pipespin" "$c"
+    expect_in "$work/err" "unknown command '$c'"
+  done
   expect_status 2 "$pipespin" run --frobnicate -- true
   expect_in "$work/err" "--frobnicate"
   expect_status 2 "$pipespin" run
   expect_in "$work/err" "missing CMD"
   expect_status 2 "$pipespin" run --mode
-  expect_in "$work/err" "--mode needs a value"
+  expect_in "$work/err" "--mode"
+  expect_in "$work/err" "missing"
   expect_status 2 "$pipespin" run --mode bogus -- true
   expect_in "$work/err" "--mode"
   expect_in "$work/err" "'bogus'"
@@ -69,18 +112,22 @@ case_usage_errors() {
   expect_in "$work/err" "--spin-us"
   expect_in "$work/err" "0..1000000"
   expect_status 2 "$pipespin" run --probe= -- true
-  expect_status 2 "$pipespin" bench
-  expect_status 2 "$pipespin" bench nosuch
-  expect_status 2 "$pipespin" bench pingpong --iterations 0
-  expect_status 2 "$pipespin" bench pingpong --rounds x
-  expect_status 2 "$pipespin" bench pingpong --spin-us -1
-  expect_status 2 "$pipespin" bench matrix --rounds 0
-  expect_status 2 "$pipespin" bench matrix --cases nosuch
+  expect_in "$work/err" "--probe needs a value"
+  expect_status 2 "$pipespin" pingpong --iterations 0
+  expect_status 2 "$pipespin" pingpong --rounds x
+  expect_status 2 "$pipespin" pingpong --spin-us -1
+  expect_status 2 "$pipespin" pingpong extra
+  expect_status 2 "$bench"
+  expect_status 2 "$bench" nosuch
+  expect_status 2 "$bench" matrix --rounds 0
+  expect_status 2 "$bench" matrix --cases nosuch
   expect_in "$work/err" "unknown case 'nosuch'"
   expect_in "$work/err" "seq-wc"
-  expect_status 2 "$pipespin" bench matrix --cases ,
-  expect_status 2 "$pipespin" bench matrix --markdown
-  expect_status 2 "$pipespin" bench matrix --spin-us x
+  expect_status 2 "$bench" matrix --cases ,
+  expect_status 2 "$bench" matrix --markdown
+  expect_status 2 "$bench" matrix --spin-us x
+  expect_status 2 "$bench" worker
+  expect_status 2 "$bench" worker nosuch 10
   [ ! -s "$work/out" ] || fail "usage errors wrote to stdout"
 }
 
@@ -197,21 +244,21 @@ bench_names() {
   for name in "no shim" "off" "fixed" "adaptive" "floor"; do expect_in "$work/out" "$name"; done
 }
 
-case_bench_pingpong() {
-  expect_status 0 "$pipespin" bench pingpong --iterations 200 --rounds 1
+case_pingpong() {
+  expect_status 0 "$pipespin" pingpong --iterations 200 --rounds 1
   bench_names
   expect_in "$work/out" "processes"
 }
 
-case_bench_threads() {
-  expect_status 0 "$pipespin" bench pingpong --threads --iterations 200 --rounds 2 --spin-us 20
+case_pingpong_threads() {
+  expect_status 0 "$pipespin" pingpong --threads --iterations 200 --rounds 2 --spin-us 20
   bench_names
   expect_in "$work/out" "threads"
   expect_in "$work/out" "spin_us=20"
 }
 
-case_bench_json() {
-  expect_status 0 "$pipespin" bench pingpong --json --iterations 200 --rounds 3
+case_pingpong_json() {
+  expect_status 0 "$pipespin" pingpong --json --iterations 200 --rounds 3
   command -v python3 >/dev/null || skip "python3 is needed to parse the JSON"
   python3 - "$work/out" <<'EOF' || fail "bad JSON"
 import json, sys
@@ -227,68 +274,72 @@ for c in d["configurations"] + [d["floor"]]:
 EOF
 }
 
-case_bench_env_hygiene() {
+case_pingpong_env_hygiene() {
   # The workers check whether the shim is loaded against their configuration,
-  # so this passes only if bench strips the inherited LD_PRELOAD copy and
+  # so this passes only if pingpong strips the inherited LD_PRELOAD copy and
   # ignores the bogus inherited mode.
   LD_PRELOAD="$library" PIPESPIN_MODE=bogus PIPESPIN_LOG=debug \
-    expect_status 0 "$pipespin" bench pingpong --iterations 100 --rounds 1
+    expect_status 0 "$pipespin" pingpong --iterations 100 --rounds 1
   bench_names
-  # The bench process itself runs shimmed here and may warn once about the
+  # The pingpong process itself runs shimmed here and may warn once about the
   # bogus mode; its workers must not have seen it.
   [ "$(grep -c PIPESPIN_MODE "$work/err")" -le 1 ] || { cat "$work/err" >&2; fail "workers saw PIPESPIN_MODE"; }
   # The same from inside `pipespin run`.
-  expect_status 0 "$pipespin" run --mode off -- "$pipespin" bench pingpong --iterations 100 --rounds 1
+  expect_status 0 "$pipespin" run --mode off -- "$pipespin" pingpong --iterations 100 --rounds 1
   bench_names
 }
 
-case_bench_worker() {
+case_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
   for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5" \
               "spawn 5" "fork 20"; do
     # spawn and fork print a difference of two spawns or forks: either sign.
-    expect_status 0 "$pipespin" bench-worker $args
-    grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "bench-worker $args printed '$(cat "$work/out")'"
-    LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$pipespin" bench-worker $args
-    grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "shimmed bench-worker $args printed '$(cat "$work/out")'"
+    expect_status 0 "$bench" worker $args
+    grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "worker $args printed '$(cat "$work/out")'"
+    LD_PRELOAD="$library" PIPESPIN_LOG=info expect_status 0 "$bench" worker $args
+    grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "shimmed worker $args printed '$(cat "$work/out")'"
   done
   # spawn pairs each spawn in its own environment with one without the
   # preload: of 20 pairs (and 2 of warm-up), 22 children and the worker
   # itself have the shim, each appending its statistics line at exit.
   rm -f "$work/spawn.stats"
-  LD_PRELOAD="$library" PIPESPIN_STATS="$work/spawn.stats" expect_status 0 "$pipespin" bench-worker spawn 20
+  LD_PRELOAD="$library" PIPESPIN_STATS="$work/spawn.stats" expect_status 0 "$bench" worker spawn 20
   [ "$(wc -l < "$work/spawn.stats")" -eq 23 ] ||
-    fail "bench-worker spawn 20: $(wc -l < "$work/spawn.stats") shimmed processes, not 23"
+    fail "worker spawn 20: $(wc -l < "$work/spawn.stats") shimmed processes, not 23"
   # fork's forks are made by two twins of the worker, one in its environment
   # and one without the preload: the worker, its shimmed twin and that
   # twin's 22 forked children (they _exit: each writes its line) have the
   # shim; the other twin and its children none.
   rm -f "$work/fork.stats"
-  LD_PRELOAD="$library" PIPESPIN_STATS="$work/fork.stats" expect_status 0 "$pipespin" bench-worker fork 20
+  LD_PRELOAD="$library" PIPESPIN_STATS="$work/fork.stats" expect_status 0 "$bench" worker fork 20
   [ "$(wc -l < "$work/fork.stats")" -eq 24 ] ||
-    fail "bench-worker fork 20: $(wc -l < "$work/fork.stats") shimmed processes, not 24"
-  expect_status 2 "$pipespin" bench-worker fork-twin extra
-  expect_status 1 "$pipespin" bench-worker pingpong --expect-shim 100
+    fail "worker fork 20: $(wc -l < "$work/fork.stats") shimmed processes, not 24"
+  expect_status 2 "$bench" worker fork-twin extra
+  # pipespin's own worker has pingpong's loops, and only those.
+  expect_status 0 "$pipespin" pingpong-worker pingpong --expect-no-shim 100
+  grep -qxE -- '[0-9]+\.[0-9]+' "$work/out" || fail "pingpong-worker printed '$(cat "$work/out")'"
+  expect_status 2 "$pipespin" pingpong-worker sparse 5
+  expect_status 1 "$bench" worker pingpong --expect-shim 100
   expect_in "$work/err" "not loaded"
-  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor --expect-no-shim 100
-  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker floor-blocks --expect-no-shim 100
-  LD_PRELOAD="$library" expect_status 1 "$pipespin" bench-worker spawn --expect-no-shim 5
-  expect_status 1 "$pipespin" bench-worker fork --expect-shim 5
+  LD_PRELOAD="$library" expect_status 1 "$bench" worker floor --expect-no-shim 100
+  LD_PRELOAD="$library" expect_status 1 "$bench" worker floor-blocks --expect-no-shim 100
+  LD_PRELOAD="$library" expect_status 1 "$bench" worker spawn --expect-no-shim 5
+  expect_status 1 "$bench" worker fork --expect-shim 5
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
 }
 
-# bench matrix: structure only. Every case runs with --quick parameters and one
+# matrix: structure only. Every case runs with --quick parameters and one
 # round; cases whose tool is missing here are skipped by the matrix itself.
 matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse cmdsubst xargs make-j spawn fork py-pingpong"
 matrix_arms=("no shim" "empty preload" off fixed adaptive)
 
-case_bench_matrix() {
-  expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --spin-us 20 \
+case_matrix() {
+  expect_status 0 "$bench" matrix --quick --rounds 1 --spin-us 20 \
     --markdown "$work/m.md" --json "$work/m.json" --plot "$work/m.gp"
   [ ! -s "$work/out" ] || fail "--markdown FILE also wrote to stdout"
   md=$work/m.md
-  expect_in "$md" "## pipespin bench matrix"
-  expect_in "$md" "Command: \`pipespin bench matrix --quick --rounds 1 --spin-us 20 --markdown"
+  expect_in "$md" "## pipespin-bench matrix"
+  expect_in "$md" "Command: \`pipespin-bench matrix --quick --rounds 1 --spin-us 20 --markdown"
   expect_in "$md" "spin_us 20"
   expect_in "$md" "Empty preload: $(dirname "$library")/libpipespin-empty.so"
   expect_in "$md" "| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op | vol. cs/op | invol. cs/op |"
@@ -320,12 +371,12 @@ case_bench_matrix() {
   for c in perf-pipe perf-threads dd-cat; do
     grep -qF "| $c | adaptive | " "$md" || continue
     floors=$((floors + 1))
-    grep -qE "^\| $c \| \`pipespin bench-worker floor(-blocks)? --expect-no-shim [0-9]+\`: .* \| [0-9.]+ µs per [a-z ]+ \| [0-9.]*[1-9][0-9.]*x \|\$" "$md" ||
+    grep -qE "^\| $c \| \`pipespin-bench worker floor(-blocks)? --expect-no-shim [0-9]+\`: .* \| [0-9.]+ µs per [a-z ]+ \| [0-9.]*[1-9][0-9.]*x \|\$" "$md" ||
       { cat "$md" >&2; fail "no floor row with a positive bound for $c"; }
     grep -qE "^\| \`$c\`: [a-z ,/-]*no shim / adaptive \(wall\) \| [0-9.]+ \|  \| ≥ [0-9.]+ \| [0-9.]*[1-9][0-9.]* \| (PASS|FAIL|unreachable here \(bound [0-9.]+\)) \|\$" "$md" ||
       { cat "$md" >&2; fail "no bound in the speed-up check of $c"; }
   done
-  [ "$(grep -c '^| [a-z0-9-]* | `pipespin bench-worker floor' "$md")" -eq "$floors" ] || { cat "$md" >&2; fail "floor rows"; }
+  [ "$(grep -c '^| [a-z0-9-]* | `pipespin-bench worker floor' "$md")" -eq "$floors" ] || { cat "$md" >&2; fail "floor rows"; }
   expect_in "$md" "| \`seq-wc\`: no shim / adaptive (wall) | "
   grep -qE '^\| `seq-wc`: no shim / adaptive \(wall\) \| [0-9.]+ \|  \| ≥ 1 \|  \| (PASS|FAIL) \|$' "$md" ||
     { cat "$md" >&2; fail "seq-wc has a bound"; }
@@ -510,16 +561,16 @@ EOF3
   (cd "$work" && gnuplot m.gp) || fail "gnuplot m.gp"
   [ "$(head -c 8 "$work/m.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
   # --plot FILE.png: gnuplot runs, and writes it.
-  expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases fork --plot "$work/f.png"
+  expect_status 0 "$bench" matrix --quick --rounds 1 --cases fork --plot "$work/f.png"
   [ "$(head -c 8 "$work/f.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] || fail "not a PNG"
 }
 
 # Three rounds: each check whose value is a statistic of the rounds has a 95%
 # interval from resamples of them, in the JSON and the Markdown; a result says
 # when its interval holds the threshold.
-case_bench_matrix_intervals() {
+case_matrix_intervals() {
   command -v python3 >/dev/null || skip "python3 is not installed"
-  expect_status 0 "$pipespin" bench matrix --quick --rounds 3 --cases seq-wc,sparse,fork,xargs \
+  expect_status 0 "$bench" matrix --quick --rounds 3 --cases seq-wc,sparse,fork,xargs \
     --markdown "$work/m.md" --json "$work/m.json"
   expect_in "$work/m.md" "| check | value | 95% interval | threshold | bound on this host | result |"
   PYTHONPATH="$(dirname "$0")" python3 - "$work/m.json" "$work/m.md" <<'EOF4' || fail "intervals"
@@ -570,13 +621,13 @@ EOF4
 
 # A PATH with only what the pipelines need: perf, hackbench and gnuplot are
 # reported missing, with their Debian packages, and nothing is installed.
-case_bench_matrix_missing() {
+case_matrix_missing() {
   mkdir "$work/bin"
   for t in sh dd cat seq wc; do
     p=$(type -P "$t") || skip "$t is not installed"
     ln -s "$p" "$work/bin/$t"
   done
-  PATH="$work/bin" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 \
+  PATH="$work/bin" expect_status 0 "$bench" matrix --quick --rounds 1 \
     --cases perf-pipe,hackbench-g1,seq-wc --plot "$work/m.png"
   expect_in "$work/err" "skipping perf-pipe: perf is not installed (Debian package: linux-perf)"
   expect_in "$work/err" "skipping hackbench-g1: hackbench is not installed (Debian package: rt-tests)"
@@ -586,19 +637,19 @@ case_bench_matrix_missing() {
   expect_in "$work/out" "| \`perf-pipe\`: adaptive speed-up / fixed speed-up (wall) | not run |"
   [ ! -e "$work/m.png" ] || fail "a chart without gnuplot"
   # The script of a chart needs no gnuplot.
-  PATH="$work/bin" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases seq-wc \
+  PATH="$work/bin" expect_status 0 "$bench" matrix --quick --rounds 1 --cases seq-wc \
     --plot "$work/m.gp"
   expect_in "$work/m.gp" "set output '$work/m.png'"
   # A library without libpipespin-empty.so beside it: no empty preload arm.
   mkdir "$work/lib"
   cp "$library" "$work/lib/"
-  PIPESPIN_LIBRARY="$work/lib/libpipespin.so" PATH="$work/bin" expect_status 0 "$pipespin" \
-    bench matrix --quick --rounds 1 --cases seq-wc
+  PIPESPIN_LIBRARY="$work/lib/libpipespin.so" PATH="$work/bin" expect_status 0 "$bench" \
+    matrix --quick --rounds 1 --cases seq-wc
   expect_in "$work/err" "no 'empty preload' arm: libpipespin-empty.so is not beside $work/lib/libpipespin.so"
   expect_in "$work/out" "| seq-wc | adaptive | "
   expect_not_in "$work/out" "| seq-wc | empty preload | "
   # Nothing that can run: 125, as for any other set-up problem.
-  PATH="$work/bin" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 \
+  PATH="$work/bin" expect_status 125 "$bench" matrix --quick --rounds 1 \
     --cases perf-pipe,hackbench-stream
   expect_in "$work/err" "none of the chosen cases can run"
   expect_in "$work/err" "linux-perf"
@@ -606,7 +657,7 @@ case_bench_matrix_missing() {
 
 # Debian's perf wrapper without a perf for the running kernel: the matrix
 # uses the newest perf_* beside it and says so.
-case_bench_matrix_perf_wrapper() {
+case_matrix_perf_wrapper() {
   real=$(type -P perf) || skip "perf is not installed"
   "$real" version >/dev/null 2>&1 || skip "perf does not run here"
   mkdir "$work/bin"
@@ -614,13 +665,13 @@ case_bench_matrix_perf_wrapper() {
   printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/bin/perf_5.10"
   printf '#!/bin/sh\nexec %s "$@"\n' "$real" >"$work/bin/perf_5.9"
   chmod 755 "$work/bin/perf" "$work/bin/perf_5.10" "$work/bin/perf_5.9"
-  PATH="$work/bin:$PATH" expect_status 0 "$pipespin" bench matrix --quick --rounds 1 --cases perf-pipe
+  PATH="$work/bin:$PATH" expect_status 0 "$bench" matrix --quick --rounds 1 --cases perf-pipe
   expect_in "$work/err" "finds no perf for kernel"
   expect_in "$work/err" "using $work/bin/perf_5.10"
   expect_in "$work/out" "| perf-pipe | adaptive | "
   # Only the wrapper: the case is skipped, naming the package.
   rm "$work/bin/perf_5.10" "$work/bin/perf_5.9"
-  PATH="$work/bin:$PATH" expect_status 125 "$pipespin" bench matrix --quick --rounds 1 --cases perf-pipe
+  PATH="$work/bin:$PATH" expect_status 125 "$bench" matrix --quick --rounds 1 --cases perf-pipe
   expect_in "$work/err" "linux-perf"
 }
 
@@ -637,10 +688,10 @@ case_coverage() {
   fi
   for tool in cat sed; do ln -s "$(type -P $tool)" "$work/bin/$tool"; done
   local args=(coverage --quick --rounds 2 --gap-us 2000 --programs cat,sed,wc,gzip)
-  PATH="$work/bin" expect_status 0 "$pipespin" "${args[@]}" --markdown "$work/cov.md"
+  PATH="$work/bin" expect_status 0 "$bench" "${args[@]}" --markdown "$work/cov.md"
   cat "$work/out"
   cmp -s "$work/out" "$work/cov.md" || fail "--markdown FILE differs from stdout"
-  expect_in "$work/out" 'Produced by `pipespin coverage --quick --rounds 2 --gap-us 2000 --programs cat,sed,wc,gzip --markdown'
+  expect_in "$work/out" 'Produced by `pipespin-bench coverage --quick --rounds 2 --gap-us 2000 --programs cat,sed,wc,gzip --markdown'
   grep -E '^\| cat \| `cat` \| relay[^|]*\| dynamic \| yes: [0-9]+ spins \(io [0-9]+\) \| identical \|' "$work/out" ||
     fail "cat: not dynamic, engaged through read and identical"
   grep -E '^\| sed \| .*\| dynamic \| yes: [0-9]+ spins \([^)]*stdio [0-9]+[^)]*\) \| identical \|' "$work/out" ||
@@ -648,11 +699,11 @@ case_coverage() {
   grep -E '^\| wc \| .*\| not shimmable: [^|]*statically linked' "$work/out" || fail "wc: not 'not shimmable'"
   grep -E '^\| gzip \| .*\| missing \(Debian package gzip\) \|' "$work/out" || fail "gzip: not 'missing'"
   # The verdict comes from the shim's counters: with mode off it never spins.
-  PATH="$work/bin" expect_status 1 "$pipespin" "${args[@]}" --mode off
+  PATH="$work/bin" expect_status 1 "$bench" "${args[@]}" --mode off
   grep -E '^\| cat \| .*\| NO \([1-9][0-9]* processes, 0 waits\) \| identical \|' "$work/out" ||
     { cat "$work/out"; fail "cat engaged with mode off"; }
   expect_in "$work/err" "did not engage the shim"
-  expect_status 2 "$pipespin" coverage --programs cat,frobnicate
+  expect_status 2 "$bench" coverage --programs cat,frobnicate
   expect_in "$work/err" "unknown program 'frobnicate'"
 }
 

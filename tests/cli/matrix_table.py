@@ -1,4 +1,4 @@
-"""The acceptance table of a `pipespin bench matrix` Markdown report, for the
+"""The acceptance table of a `pipespin-bench matrix` Markdown report, for the
 CLI tests (cli_test.sh): each check's row, by the check's name."""
 
 

@@ -1,11 +1,11 @@
-// bench matrix's acceptance arithmetic (tools/matrix_verdict.h): the bound a
+// pipespin-bench matrix's acceptance arithmetic (tools/bench/matrix/verdict.h): the bound a
 // floor puts on a wall speed-up, and which verdict a check gets with it.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
-#include "matrix_verdict.h"
+#include "bench/matrix/verdict.h"
 
-using namespace pipespin::cli;
+using namespace pipespin::bench;
 
 TEST_CASE("the bound is the no-shim wall per operation over the floor per operation") {
     // 20000 round trips in 400 ms without the shim, 5 µs each in one thread.

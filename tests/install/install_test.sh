@@ -9,8 +9,13 @@ case_name=$1
 build=$(realpath "$2")
 src=$(realpath "$3")
 multiarch=$4
+# The README's quick start, and the deployment snippets of docs/deploy.md.
 readme=$src/README.md
-snippet() { bash "$src/tests/install/snippet.sh" "$readme" "$1" || fail "README has no snippet '$1'"; }
+deploy=$src/docs/deploy.md
+snippet() {  # snippet NAME [FILE]: FILE defaults to the README
+  local file=${2:-$readme}
+  bash "$src/tests/install/snippet.sh" "$file" "$1" || fail "${file#"$src/"} has no snippet '$1'"
+}
 
 . "$src/tests/case_lib.sh"
 case_setup "${TMPDIR:-/tmp}/pipespin-install"
@@ -50,7 +55,8 @@ case_layout() {
   lib=$(libdir_of "$p")
   for f in "$p/bin/pipespin" "$lib/libpipespin.so" "$lib/libpipespin-log.so" \
     "$p/share/man/man1/pipespin.1.gz" "$p/share/man/man5/pipespin.conf.5.gz" \
-    "$p/share/doc/pipespin/preload.conf.example" \
+    "$p/share/doc/pipespin/preload.conf.example" "$p/share/doc/pipespin/copyright" \
+    "$p/share/doc/pipespin/changelog.gz" \
     "$p/share/bash-completion/completions/pipespin" \
     "$p/include/pipespin/pipespin.h" "$p/share/pkgconfig/pipespin.pc" \
     "$p/share/cmake/pipespin/pipespin-config.cmake" \
@@ -65,6 +71,7 @@ case_layout() {
   # Not a system prefix: the admin's /etc is not touched, nor P/etc created.
   [ ! -e "$p/etc" ] || fail "installed $p/etc for a non-system prefix"
   expect_in "$work/install.log" "Not installing /etc/pipespin.conf"
+  check_no_lab "$p"
 
   # The manual pages render without a warning and say what --help says:
   # every command synopsis and every variable, in the same words.
@@ -73,30 +80,65 @@ case_layout() {
     LC_ALL=C.UTF-8 MANWIDTH=200 man --warnings -E UTF-8 -l "$p/share/man/$page" \
       >"$work/page" 2>"$work/page.err" || fail "man -l $page failed"
     [ ! -s "$work/page.err" ] || { cat "$work/page.err" >&2; fail "man --warnings on $page"; }
-    [ "$page" = man1/pipespin.1.gz ] && cp "$work/page" "$work/man1"
+      [ "$page" = man1/pipespin.1.gz ] && cp "$work/page" "$work/man1"
   done
+  # Every command of --help is in pipespin(1), with its usage as its
+  # --help has it (one line here, wrapped there) and each of its options.
   "$p/bin/pipespin" --help >"$work/help" || fail "--help failed"
-  local n=0
-  while IFS= read -r line; do
-    expect_in "$work/man1" "$line"
+  local n=0 c
+  for c in $(sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p' "$work/help"); do
+    "$p/bin/pipespin" "$c" --help >"$work/chelp" || fail "$c --help failed"
+    # Usage forms: a line that starts (after "Usage:") with "pipespin", and
+    # its continuation lines, joined.
+    awk '/^$/ { exit }
+         { sub(/^Usage:/, ""); if ($1 == "pipespin") { if (f != "") print f; f = "" }
+           for (i = 1; i <= NF; i++) f = f (f == "" ? "" : " ") $i }
+         END { if (f != "") print f }' "$work/chelp" >"$work/forms"
+    [ -s "$work/forms" ] || fail "$c --help has no usage"
+    while IFS= read -r form; do expect_in "$work/man1" "$form"; done <"$work/forms"
+    for flag in $(grep -oE '^  (-[a-z], )?--[a-z-]+' "$work/chelp" | grep -oE -- '--[a-z-]+'); do
+      expect_in "$work/man1" "$flag"
+    done
     n=$((n + 1))
-  done < <(grep -E '^  pipespin [a-z]' "$work/help" | sed 's/^  //')
-  [ "$n" -ge 3 ] || fail "found only $n synopsis lines in --help"
-  # Each variable's line of --help, as is, in pipespin(1); its key in pipespin.conf(5).
+  done
+  [ "$n" -ge 5 ] || fail "found only $n commands in --help"
+  # Each of the shim's options, as `run --help` gives it, is a variable in
+  # pipespin(1) and a key in pipespin.conf(5), in the same words.
+  "$p/bin/pipespin" run --help >"$work/run"
   n=0
   while IFS= read -r line; do
-    expect_in "$work/man1" "$line"
-    local var=${line%%=*}
-    expect_in "$work/page" "$(echo "${var#PIPESPIN_}" | tr A-Z a-z) = ${line#*=}"
+    local flag=${line%% *} rest=${line#* }
+    local key=${flag#--}
+    key=${key//-/_}
+    expect_in "$work/man1" "PIPESPIN_$(echo "$key" | tr a-z A-Z)=$rest"
+    expect_in "$work/page" "$key = $rest"
     n=$((n + 1))
-  done < <(grep -E '^  PIPESPIN_[A-Z_]+=' "$work/help" | sed 's/^  //' |
-           grep -vE '^PIPESPIN_(LIBRARY|CONFIG)=')
-  [ "$n" -ge 4 ] || fail "found only $n variables in --help"
+  done < <(grep -E '^  --[a-z-]+ .* \(default: .*\)$' "$work/run" | sed 's/^  //')
+  [ "$n" -ge 10 ] || fail "found only $n options in run --help"
   expect_in "$work/man1" "PIPESPIN_LIBRARY="
   expect_in "$work/man1" "PIPESPIN_CONFIG=PATH (default: /etc/pipespin.conf)"
-  # The hidden helpers stay hidden.
-  expect_not_in "$work/man1" "bench-worker"
-  expect_not_in "$work/man1" "gen-docs"
+  expect_in "$work/man1" "EXAMPLES"
+  expect_in "$work/man1" "pipespin run --mode fixed --spin-us 100 -- make -j8"
+  # The hidden helper stays hidden, and the lab is not installed.
+  for w in pingpong-worker bench-worker gen-docs pipespin-bench pipespin-gendoc; do
+    expect_not_in "$work/man1" "$w"
+  done
+}
+
+# An installed prefix holds the user's command only: no lab binary, no
+# lab library, and `pipespin` knows no lab command.
+check_no_lab() {
+  local f c
+  for f in bin/pipespin-bench bin/pipespin-gendoc bin/pipespin-overhead; do
+    [ ! -e "$1/$f" ] || fail "the lab is installed: $f"
+  done
+  [ -z "$(find "$1" -name 'libpipespin-empty.so*')" ] || fail "the empty preload is installed"
+  "$1/bin/pipespin" --help >"$work/help"
+  for c in bench matrix coverage worker bench-worker gen-docs; do
+    expect_not_in "$work/help" "$c"
+    "$1/bin/pipespin" "$c" --help >/dev/null 2>"$work/err" && fail "pipespin $c exists"
+    expect_in "$work/err" "unknown command '$c'"
+  done
 }
 
 case_installed_run() {
@@ -117,8 +159,8 @@ case_installed_run() {
   # LD_PRELOAD; every shimmed process reports at exit (PIPESPIN_LOG=info).
   local bench=(perf bench sched pipe -l 2000)
   if ! perf bench sched pipe -l 10 >/dev/null 2>&1; then
-    echo "note: perf bench is not usable here; using the equivalent bench-worker ping-pong"
-    bench=("$p/bin/pipespin" bench-worker pingpong --expect-shim 2000)
+    echo "note: perf bench is not usable here; using the equivalent pingpong-worker ping-pong"
+    bench=("$p/bin/pipespin" pingpong-worker pingpong --expect-shim 2000)
   fi
   PATH="$p/bin:/usr/bin:/bin" PIPESPIN_LOG=info pipespin run -- \
     sh -c 'grep libpipespin /proc/$$/maps; echo "LD_PRELOAD=$LD_PRELOAD"; exec "$@"' sh "${bench[@]}" \
@@ -194,19 +236,19 @@ EOF
     for e in "$@"; do grep -qx -- "$e" "$work/c" || { cat "$work/c" >&2; fail "'$words <TAB>' does not offer $e"; }; done
   }
   # Every visible command of --help is offered at the top, and no hidden one.
-  check "pipespin" run bench help
+  check "pipespin" run pingpong help
   while IFS= read -r cmd; do check "pipespin" "$cmd"; done < <(
-    "$p/bin/pipespin" --help | grep -oE '^  pipespin [a-z][a-z-]*' | awk '{print $2}' | sort -u)
+    "$p/bin/pipespin" --help | sed -n 's/^  \([a-z][a-z-]*\)  .*/\1/p')
   complete_words pipespin "" >"$work/c"
-  expect_not_in "$work/c" "bench-worker"
-  expect_not_in "$work/c" "gen-docs"
-  check "pipespin bench" pingpong matrix
+  for w in pingpong-worker bench-worker gen-docs bench matrix coverage; do
+    expect_not_in "$work/c" "$w"
+  done
   check "pipespin run --mode" off fixed adaptive
   check "pipespin run --log" info debug
   complete_words pipespin run --sp >"$work/c"
   grep -qx -- "--spin-us" "$work/c" || fail "'run --sp' does not offer --spin-us"
-  complete_words pipespin bench pingpong --it >"$work/c"
-  grep -qx -- "--iterations" "$work/c" || fail "'bench pingpong --it' does not offer --iterations"
+  complete_words pipespin pingpong --it >"$work/c"
+  grep -qx -- "--iterations" "$work/c" || fail "'pingpong --it' does not offer --iterations"
   # After the flags, the command to run is completed from PATH.
   complete_words pipespin run --mode fixed -- pipesp >"$work/c"
   grep -qx pipespin "$work/c" || { cat "$work/c" >&2; fail "'run -- pipesp' does not offer pipespin"; }
@@ -240,10 +282,10 @@ for line in open(sys.argv[1]):
 EOF
 }
 
-case_readme_systemd() {
+case_deploy_systemd() {
   local p=$work/prefix
   install_to "$p"
-  snippet systemd-dropin >"$work/dropin.conf"
+  snippet systemd-dropin "$deploy" >"$work/dropin.conf"
   # The path in the snippet is where the .deb puts the library.
   environment_of "$work/dropin.conf" >"$work/env"
   expect_in "$work/env" "LD_PRELOAD=/usr/lib/$multiarch/libpipespin.so"
@@ -258,16 +300,16 @@ case_readme_systemd() {
   expect_in "$work/out" "$lib/libpipespin.so"
   expect_in "$work/out" "PIPESPIN_MODE=adaptive"
   # A program that ends through exit() (dash ends with _exit) reports.
-  env -i PATH=/usr/bin:/bin "${assignments[@]}" "$p/bin/pipespin" bench-worker pingpong \
-    --expect-shim 200 >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; fail "bench-worker under the drop-in's environment"; }
+  env -i PATH=/usr/bin:/bin "${assignments[@]}" "$p/bin/pipespin" pingpong-worker pingpong \
+    --expect-shim 200 >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; fail "pingpong-worker under the drop-in's environment"; }
   expect_in "$work/err" "pipespin: info: exit pid="
   # systemd itself accepts the drop-in (a unit of our own; nothing is started).
   command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed: the drop-in was parsed and run, not verified by systemd"
-  mkdir -p "$work/units/pipespin-readme.service.d"
-  printf '[Unit]\nDescription=pipespin README test\n[Service]\nExecStart=/bin/true\n' \
-    >"$work/units/pipespin-readme.service"
-  cp "$work/dropin.conf" "$work/units/pipespin-readme.service.d/pipespin.conf"
-  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-readme.service" \
+  mkdir -p "$work/units/pipespin-deploy.service.d"
+  printf '[Unit]\nDescription=pipespin docs/deploy.md test\n[Service]\nExecStart=/bin/true\n' \
+    >"$work/units/pipespin-deploy.service"
+  cp "$work/dropin.conf" "$work/units/pipespin-deploy.service.d/pipespin.conf"
+  SYSTEMD_UNIT_PATH="$work/units:" systemd-analyze verify "$work/units/pipespin-deploy.service" \
     >"$work/verify" 2>&1 || { cat "$work/verify" >&2; fail "systemd-analyze verify failed"; }
   [ ! -s "$work/verify" ] || { cat "$work/verify" >&2; fail "systemd-analyze verify complained"; }
 }
@@ -308,22 +350,22 @@ make_chroot() {
 }
 
 # Whether a program in the chroot, with no LD_PRELOAD in its environment,
-# loads the shim: bench-worker fails unless the shim is (or is not) there,
+# loads the shim: pipespin's worker fails unless the shim is (or is not) there,
 # and a shimmed one also reports at exit.
 shimmed_in_chroot() {
   local expect=--expect-no-shim
   [ "$2" = yes ] && expect=--expect-shim
   env -i PATH=/usr/bin:/bin PIPESPIN_LOG=info "$(command -v chroot)" "$1" \
-    "$work/prefix/bin/pipespin" bench-worker pingpong "$expect" 100 >/dev/null 2>"$work/chroot.err" ||
+    "$work/prefix/bin/pipespin" pingpong-worker pingpong "$expect" 100 >/dev/null 2>"$work/chroot.err" ||
     { cat "$work/chroot.err" >&2; return 1; }
   if [ "$2" = yes ]; then grep -q "pipespin: info: exit pid=" "$work/chroot.err"; fi
 }
 
-case_readme_host() {
+case_deploy_host() {
   local root=$work/root
   make_chroot "$root"
-  snippet host-enable >"$work/enable.sh"
-  snippet host-disable >"$work/disable.sh"
+  snippet host-enable "$deploy" >"$work/enable.sh"
+  snippet host-disable "$deploy" >"$work/disable.sh"
   grep -q "/usr/lib/$multiarch/libpipespin.so" "$work/enable.sh" || fail "host-enable names another path"
   shimmed_in_chroot "$root" no || fail "shimmed before the snippet ran"
   chroot "$root" /bin/sh -e <"$work/enable.sh" || fail "host-enable snippet failed in the chroot"

@@ -121,11 +121,12 @@ void pair(const struct sigaction& a, const struct sigaction& b, int ran_a, int r
     expect_same(old, b, line);
 }
 
-// The shim wraps handlers from a process's first spin on (README, "Signal
-// handlers"): one poll on an empty pipe with a read hint spins where the
-// configuration lets anything spin, so that every check below meets the
-// wrapped path there. True when handlers are then wrapped: fixed and
-// adaptive, with two usable CPUs (with one, nothing spins).
+// The shim wraps handlers from a process's first spin on
+// (docs/intercepted.md, "Signal handlers"): one poll on an empty pipe with
+// a read hint spins where the configuration lets anything spin, so that
+// every check below meets the wrapped path there. True when handlers are
+// then wrapped: fixed and adaptive, with two usable CPUs (with one, nothing
+// spins).
 bool spin_once() {
     int p[2];
     make_pipe(p);

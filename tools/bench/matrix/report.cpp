@@ -1,0 +1,446 @@
+// matrix: the two renderings of a report, Markdown (for people and docs/benchmarks.md) and JSON
+// (every sample, for machines). Both are drawn from the same Report and the same checks, so they
+// cannot disagree (tests/cli compares them anyway).
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "bench/matrix/matrix.h"
+#include "cli/util/json_writer.h"
+#include "cli/util/text.h"
+
+namespace pipespin::bench::matrix {
+namespace {
+
+std::string ratio_text(double r) {
+    return r >= 10 ? fmt::format("{:.1f}x", r) : fmt::format("{:.2f}x", r);
+}
+
+std::string figure_text(const CaseRun& run, const ArmResult& a) {
+    if (!a.figure) return "";
+    switch (run.spec.figure) {
+        case Figure::PerfUsecsPerOp:
+            return fmt::format("{:.2f} µs/op", a.figure->median);
+        case Figure::HackbenchSeconds:
+            return fmt::format("Time: {}", seconds_text(a.figure->median));
+        case Figure::PlacedUsPerOp:
+            return fmt::format("{} µs per {}", per_op_text(a.figure->median), run.spec.op);
+        case Figure::AddedUsPerOp:
+            return fmt::format("{:+.1f} µs per {} over none", a.figure->median, run.spec.op);
+        case Figure::RssKib:
+            return fmt::format("VmRSS {:.0f} KiB", a.figure->median);
+        case Figure::None:
+        case Figure::ConsumerCpu:
+            break;
+    }
+    return "";
+}
+
+std::string duration_text(double s) {
+    const auto total = static_cast<long>(std::lround(s));
+    return total >= 60 ? fmt::format("{} min {} s", total / 60, total % 60)
+                       : fmt::format("{:.1f} s", s);
+}
+
+std::string shown_command(const Case& c) {
+    return c.shown.empty() ? shell_join(c.argv) : c.shown;
+}
+
+std::string arm_names(const Report& rep) {
+    std::vector<std::string_view> names;
+    for (std::size_t i : rep.arms) names.push_back(kArms[i].name);
+    return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string header(const Report& rep) {
+    const MatrixArgs& a = *rep.args;
+    std::string md = "## pipespin-bench matrix\n\n";
+    md += fmt::format("Command: `{}`\n\n", rep.command);
+    md += fmt::format("- Date: {}; {} runs took {}\n", rep.host.date, rep.run_count,
+                      duration_text(rep.elapsed_s));
+    md += fmt::format(
+        "- Host: {}, {}, {} CPUs online, {} usable; load average {} before, {} "
+        "after (1, 5, 15 min; hackbench's own processes count in it)\n",
+        rep.host.system, rep.host.cpu_model.empty() ? "?" : rep.host.cpu_model,
+        rep.host.online_cpus, rep.host.usable_cpus, rep.host.load_before, rep.host.load_after);
+    md += fmt::format("- Library: {}; spin_us {}{}\n", rep.library, rep.spin_us,
+                      rep.spin_us_default ? " (the default)" : "");
+    if (rep.empty_library)
+        md += fmt::format("- Empty preload: {} (one symbol; what any preload costs)\n",
+                          *rep.empty_library);
+    md += fmt::format(
+        "- {} round(s){}, each running every case in the arms {} (`PIPESPIN_MODE` for the "
+        "shim's), in that order rotated by one arm each round (round 2 starts with the "
+        "second); figures are medians\n",
+        a.rounds, a.quick ? " with --quick (scaled-down) parameters" : "", arm_names(rep));
+    md +=
+        "- wall ratio = no-shim wall / arm wall (above 1: faster); CPU ratio = arm CPU / "
+        "no-shim CPU (above 1: more CPU). CPU is user + system of the command and every "
+        "process it waited for (wait4), except for `sparse`; so are the voluntary and "
+        "involuntary context switches (cs), per operation\n";
+    for (const std::string& note : rep.notes) md += fmt::format("- Note: {}\n", note);
+
+    md += "\nCases:\n\n";
+    for (const CaseRun& r : rep.runs)
+        md +=
+            fmt::format("- `{}`: `{}`: {}; {} {}{}\n", r.spec.id, shown_command(r.spec),
+                        r.spec.about, r.spec.ops, r.spec.op, r.spec.op.ends_with('s') ? "es" : "s");
+    return md;
+}
+
+std::string runs_table(const Report& rep) {
+    std::string md =
+        "\n| case | arm | median wall | wall ratio | median CPU | CPU ratio | CPU µs/op | "
+        "vol. cs/op | invol. cs/op | the tool's figure |\n";
+    md += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+    for (const CaseRun& r : rep.runs) {
+        if (!times_runs(r.spec)) continue;
+        const auto ops = static_cast<double>(r.spec.ops);
+        for (std::size_t i : rep.arms) {
+            const ArmResult& arm = r.arms[i];
+            md += fmt::format("| {} | {} | {} | {} | {}{} | {} | {} per {} | {} | {} | {} |\n",
+                              r.spec.id, kArms[i].name, seconds_text(arm.wall.median),
+                              ratio_text(arm.wall_ratio), seconds_text(arm.cpu.median),
+                              r.spec.figure == Figure::ConsumerCpu ? " (consumer)" : "",
+                              ratio_text(arm.cpu_ratio), per_op_text(arm.cpu.median / ops),
+                              r.spec.op, per_op_text(arm.vol_cs.median / ops),
+                              per_op_text(arm.invol_cs.median / ops), figure_text(r, arm));
+        }
+    }
+    return md;
+}
+
+std::string floors_table(const Report& rep) {
+    bool any_floor = false;
+    for (const CaseRun& r : rep.runs) any_floor = any_floor || r.floor.has_value();
+    if (!any_floor) return "";
+    std::string md =
+        "\nFloors: the case's pipe traffic within one thread, without the shim, run once per "
+        "round after the case's arms. No spin policy makes a run cheaper than its floor, so "
+        "bound = no-shim median wall / (operations x floor median per operation) is the "
+        "largest wall ratio any arm could reach here; it is taken from the wall time, as the "
+        "checks are (for perf, not its own µs/op), and errs high by the start-up in that "
+        "wall.\n\n";
+    md += "| case | floor | median floor per op | bound on this host |\n|---|---|--:|--:|\n";
+    for (const CaseRun& r : rep.runs)
+        if (r.floor)
+            md += fmt::format("| {} | `{}`: {} | {} µs per {} | {} |\n", r.spec.id,
+                              shell_join(floor_argv(r.spec)), floor_about(r.spec.floor),
+                              per_op_text(r.floor->median), r.spec.op,
+                              r.bound ? ratio_text(*r.bound) : "?");
+    return md;
+}
+
+// What starting a process, forking one and mapping the library cost per
+// arm, and how much of it any preload costs (the empty preload's column).
+std::string startup_tables(const Report& rep) {
+    std::string md;
+    std::string head = "| case |", rule = "|---|";
+    for (std::size_t i : rep.arms) {
+        head += fmt::format(" {} |", kArms[i].name);
+        rule += "--:|";
+    }
+    std::string rows;
+    for (const CaseRun& r : rep.runs) {
+        if (r.spec.figure != Figure::AddedUsPerOp) continue;
+        rows += fmt::format("| {} (µs per {} over one without preload) |", r.spec.id, r.spec.op);
+        for (std::size_t i : rep.arms) {
+            const std::string fig = fmt::format("{:+.1f}", r.arms[i].figure->median);
+            rows += i == kNoShim ? fmt::format(" {} |", fig)
+                                 : fmt::format(" {} ({:+.1f}) |", fig, *added(rep, r, i));
+        }
+        rows += "\n";
+    }
+    if (!rows.empty())
+        md += fmt::format(
+            "\nStart-up and fork: what the workers' own operations took over the same one without "
+            "any preload, medians, and in brackets what the arm adds to no shim. `spawn`'s worker "
+            "interleaves each spawn in its arm's environment with one without any preload, "
+            "`fork`'s each fork with one in a twin of itself started without any preload, and "
+            "each gives the median of the differences; no shim's own (both halves alike) is "
+            "what the method's order leaves, and the brackets subtract it.\n\n{}\n{}\n{}",
+            head, rule, rows);
+    if (const CaseRun* r = find_run(rep, "footprint")) {
+        md += fmt::format(
+            "\nFootprint: `{}` in each arm, its VmRSS (/proc/PID/status) read once it sleeps, "
+            "median KiB, and in brackets what the arm adds to no shim",
+            shell_join(r->spec.argv));
+        if (rep.bss_bytes)
+            md += fmt::format(
+                "; bss of {} (its allocated NOBITS sections, what `size` calls "
+                "bss): {} KiB",
+                rep.library, *rep.bss_bytes / 1024);
+        md += fmt::format(".\n\n{}\n{}\n| footprint (VmRSS, KiB) |", head, rule);
+        for (std::size_t i : rep.arms)
+            md += i == kNoShim ? fmt::format(" {:.0f} |", r->arms[i].figure->median)
+                               : fmt::format(" {:.0f} ({:+.0f}) |", r->arms[i].figure->median,
+                                             *added(rep, *r, i));
+        md += "\n";
+    }
+    return md;
+}
+
+std::string placement_letter(const Sample& s) {
+    const std::optional<Placement> p = classify_placement(s.same_cpu, s.cpu_samples);
+    return p ? std::string(placement_name(*p)) : "?";
+}
+
+// py-pingpong round by round: each run's µs per round trip and where its two
+// ends ran, then the rounds grouped by what their no-shim run saw.
+std::string placement_tables(const Report& rep) {
+    const CaseRun* r = find_run(rep, "py-pingpong");
+    if (!r) return "";
+    std::string md = fmt::format(
+        "\nPlacement (`py-pingpong`): each run's µs per round trip and where its two ends ran, "
+        "from CPU samples both took at the same round trips: co-located when at least {}% "
+        "of the pairs were on one CPU, spread when at most {}% were, else mixed. A round "
+        "belongs to the placement its no-shim run saw.\n\n| round |",
+        kPlacementPercent, 100 - kPlacementPercent);
+    std::string rule = "|--:|";
+    for (std::size_t i : rep.arms) {
+        md += fmt::format(" {} |", kArms[i].name);
+        rule += "--:|";
+    }
+    md += "\n" + rule + "\n";
+    for (std::size_t round = 0; round < r->arms[kNoShim].samples.size(); ++round) {
+        md += fmt::format("| {} |", round + 1);
+        for (std::size_t i : rep.arms) {
+            const Sample& s = r->arms[i].samples[round];
+            md += fmt::format(" {} {} ({}/{}) |", per_op_text(*s.figure), placement_letter(s),
+                              s.same_cpu, s.cpu_samples);
+        }
+        md += "\n";
+    }
+    md += "\n| rounds | count |";
+    std::string group_rule = "|---|--:|";
+    for (std::size_t i : rep.arms) {
+        md += fmt::format(" {} |", kArms[i].name);
+        group_rule += "--:|";
+    }
+    md += " no shim / adaptive |\n" + group_rule + "--:|\n";
+    for (const RoundGroup& g : r->groups) {
+        md += fmt::format("| {} | {} |", g.name, g.rounds.size());
+        for (std::size_t i : rep.arms) md += fmt::format(" {} |", per_op_text(g.median[i]));
+        md += fmt::format(" {} |\n", ratio_text(g.median[kNoShim] / g.median[kAdaptive]));
+    }
+    return md;
+}
+
+// The cases whose runs are placed by their context switches
+// (Case::switch_marks): per placement, each arm's runs and their median
+// wall time.
+std::string switch_placement_tables(const Report& rep) {
+    std::string md;
+    for (const CaseRun& r : rep.runs) {
+        if (!r.spec.switch_marks.on()) continue;
+        md += fmt::format(
+            "\nPlacement (`{}`): a run with at least {:g} voluntary context switches per {} ran "
+            "on one CPU (co-located), one with at most {:g} on two (spread), one between moved "
+            "during the run (mixed). Each arm's runs in each, and their median wall time:\n\n"
+            "| placement |",
+            r.spec.id, r.spec.switch_marks.colocated_at, r.spec.op, r.spec.switch_marks.spread_at);
+        std::string rule = "|---|";
+        for (std::size_t i : rep.arms) {
+            md += fmt::format(" {} |", kArms[i].name);
+            rule += "--:|";
+        }
+        md += "\n" + rule + "\n";
+        for (Placement p : {Placement::CoLocated, Placement::Spread, Placement::Mixed}) {
+            md += fmt::format("| {} |", placement_name(p));
+            for (std::size_t i : rep.arms) {
+                const std::vector<double> w = walls_placed(r, i, p);
+                md += w.empty()
+                          ? " 0 |"
+                          : fmt::format(" {}: {} |", w.size(), seconds_text(summarize(w).median));
+            }
+            md += "\n";
+        }
+    }
+    return md;
+}
+
+std::string acceptance_table(const Report& rep) {
+    const MatrixArgs& a = *rep.args;
+    std::string md = "\nAcceptance (from the medians above):\n\n";
+    if (a.quick || a.rounds < kDefaultRounds)
+        md += fmt::format(
+            "The thresholds are for the full parameters and at least {} rounds (15 for "
+            "`dd-cat` and `hackbench-stream`, 9 for `py-pingpong`); this run used {}.\n\n",
+            kDefaultRounds, a.quick ? "--quick" : fmt::format("{} round(s)", a.rounds));
+    md +=
+        "A speed-up whose threshold is above its case's bound is unreachable here: no spin "
+        "policy could meet it on this host. For the hackbench cases, `cmdsubst`, `xargs` and "
+        "`make-j` the bound is the empty preload's ratio: no preloaded library could; the line "
+        "after each says what the shim adds to that empty preload. For `fork` the bound is the "
+        "least a fork can cost more, what the empty preload adds, and the line after it the "
+        "shim's own share (off - empty preload). `cmdsubst`'s runs are also compared within "
+        "each placement (above): the arms' runs there need not be the same rounds, so that "
+        "interval resamples each arm's runs on its own.\n\n";
+    md +=
+        "| check | value | 95% interval | threshold | bound on this host | result "
+        "|\n|---|--:|--:|--:|--:|---|\n";
+    for (const Check& c : acceptance(rep))
+        md += fmt::format(
+            "| {} | {} | {} | {} | {} | {} |\n", c.what, c.value,
+            c.interval ? fmt::format("[{:.3f}, {:.3f}]", c.interval->low, c.interval->high) : "",
+            c.threshold, c.bound ? fmt::format("{:.3f}", *c.bound) : "", verdict_text(c));
+    md += fmt::format(
+        "\nThe verdicts are the medians'. The 95% interval is how far the value moves when the "
+        "rounds are drawn again: a percentile bootstrap, the rounds resampled as wholes with "
+        "every arm's run in them ({} resamples, seed {}), the value recomputed from each. Where "
+        "it includes the threshold, the result says \"{}\": this run cannot tell a pass from a "
+        "fail, and the same code may read the other way next time; more rounds narrow it. With "
+        "few rounds (under 10 or so) it is narrower than the truth. None for a single round, "
+        "for `spawn` (its allowance is measured in the same rounds) and for the bss.\n",
+        kBootstrapResamples, kIntervalSeed, kUnresolved);
+    return md;
+}
+
+template <typename Field>
+std::string sample_list(const ArmResult& a, Field field) {
+    std::vector<std::string> v;
+    for (const Sample& s : a.samples) v.push_back(field(s));
+    return json_array(v);
+}
+
+// One figure of every sample, with `digits` decimals: [a,b,...].
+std::string sample_figures(const ArmResult& a, double Sample::*field, int digits) {
+    std::vector<double> v;
+    for (const Sample& s : a.samples) v.push_back(s.*field);
+    return json_fixed_array(v, digits);
+}
+
+std::string arm_json(const CaseRun& r, std::size_t i) {
+    const ArmResult& a = r.arms[i];
+    const auto ops = static_cast<double>(r.spec.ops);
+    JsonObject o;
+    o.str("name", kArms[i].name)
+        .fixed("median_wall_us", a.wall.median, 1)
+        .fixed("median_cpu_us", a.cpu.median, 1)
+        .fixed("wall_ratio", a.wall_ratio, 4)
+        .fixed("cpu_ratio", a.cpu_ratio, 4)
+        .fixed("cpu_us_per_op", a.cpu.median / ops, 4)
+        .fixed("median_vol_cs", a.vol_cs.median, 1)
+        .fixed("median_invol_cs", a.invol_cs.median, 1)
+        .fixed("vol_cs_per_op", a.vol_cs.median / ops, 6)
+        .fixed("invol_cs_per_op", a.invol_cs.median / ops, 6)
+        .raw("median_figure",
+             json_fixed(a.figure ? std::optional(a.figure->median) : std::nullopt, 4))
+        .raw("wall_us", sample_figures(a, &Sample::wall_us, 1))
+        .raw("cpu_us", sample_figures(a, &Sample::cpu_us, 1))
+        .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
+        .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
+        .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
+    if (r.spec.switch_marks.on())
+        o.raw("placement", sample_list(a, [&](const Sample& s) {
+                  return json_string(placement_name(
+                      placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
+              }));
+    if (r.spec.figure == Figure::PlacedUsPerOp)
+        o.raw("same_cpu",
+              sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }))
+            .raw("cpu_samples",
+                 sample_list(a, [](const Sample& s) { return std::to_string(s.cpu_samples); }));
+    return o.text();
+}
+
+std::string case_json(const Report& rep, const CaseRun& r) {
+    std::vector<std::string> arms;
+    for (std::size_t i : rep.arms) arms.push_back(arm_json(r, i));
+    std::string floor = "null";
+    if (r.floor)
+        floor = JsonObject()
+                    .str("command", shell_join(floor_argv(r.spec)))
+                    .fixed("median_us_per_op", r.floor->median, 4)
+                    .raw("us_per_op", json_fixed_array(r.floor_samples, 4))
+                    .raw("bound", json_fixed(r.bound, 4))
+                    .text();
+    std::vector<std::string> groups;
+    for (const RoundGroup& g : r.groups) {
+        JsonObject medians;
+        for (std::size_t i : rep.arms) medians.fixed(kArms[i].name, g.median[i], 4);
+        groups.push_back(JsonObject()
+                             .str("name", g.name)
+                             .raw("rounds", fmt::format("[{}]", fmt::join(g.rounds, ",")))
+                             .raw("median", medians.text())
+                             .text());
+    }
+    return JsonObject()
+        .str("id", r.spec.id)
+        .str("command", shell_join(r.spec.argv))
+        .num("ops", r.spec.ops)
+        .str("op", r.spec.op)
+        .str("cpu", r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree")
+        .raw("arms", json_array(arms))
+        .raw("floor", floor)
+        .raw("groups", json_array(groups))
+        .text();
+}
+
+std::string check_json(const Check& c) {
+    return JsonObject()
+        .str("check", c.what)
+        .str("value", c.value)
+        .str("threshold", c.threshold)
+        .raw("bound", json_fixed(c.bound, 4))
+        .raw("interval", c.interval
+                             ? json_fixed_array(std::array{c.interval->low, c.interval->high}, 4)
+                             : "null")
+        .raw("resolved", c.resolved ? (*c.resolved ? "true" : "false") : "null")
+        .str("result", verdict_name(c.verdict))
+        .raw("pass", c.verdict == Verdict::Pass   ? "true"
+                     : c.verdict == Verdict::Fail ? "false"
+                                                  : "null")
+        .text();
+}
+
+}  // namespace
+
+std::string seconds_text(double us) {
+    if (us >= 1e6) return fmt::format("{:.2f} s", us / 1e6);
+    if (us >= 1e3) return fmt::format("{:.1f} ms", us / 1e3);
+    return fmt::format("{:.0f} µs", us);
+}
+
+std::string per_op_text(double us) {
+    return fmt::format("{:.{}f}", us, us >= 100 ? 0 : us >= 1 ? 2 : 3);
+}
+
+std::string markdown(const Report& rep) {
+    return header(rep) + runs_table(rep) + floors_table(rep) + startup_tables(rep) +
+           placement_tables(rep) + switch_placement_tables(rep) + acceptance_table(rep);
+}
+
+std::string json(const Report& rep) {
+    std::vector<std::string> cases, checks, notes, arms;
+    for (const CaseRun& r : rep.runs) cases.push_back(case_json(rep, r));
+    for (const Check& c : acceptance(rep)) checks.push_back(check_json(c));
+    for (const std::string& n : rep.notes) notes.push_back(json_string(n));
+    for (std::size_t i : rep.arms) arms.push_back(json_string(kArms[i].name));
+    return JsonObject()
+               .str("benchmark", "matrix")
+               .str("command", rep.command)
+               .str("date", rep.host.date)
+               .str("system", rep.host.system)
+               .str("cpu_model", rep.host.cpu_model)
+               .num("online_cpus", rep.host.online_cpus)
+               .num("usable_cpus", rep.host.usable_cpus)
+               .str("load_before", rep.host.load_before)
+               .str("load_after", rep.host.load_after)
+               .str("library", rep.library)
+               .raw("empty_library", rep.empty_library ? json_string(*rep.empty_library) : "null")
+               .raw("bss_bytes", rep.bss_bytes ? std::to_string(*rep.bss_bytes) : "null")
+               .num("spin_us", rep.spin_us)
+               .num("rounds", rep.args->rounds)
+               .num("quick", rep.args->quick)
+               .fixed("elapsed_s", rep.elapsed_s, 1)
+               .raw("arms", json_array(arms))
+               .raw("notes", json_array(notes))
+               .raw("cases", json_array(cases))
+               .raw("acceptance", json_array(checks))
+               .text() +
+           "\n";
+}
+
+}  // namespace pipespin::bench::matrix

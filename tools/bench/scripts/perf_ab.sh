@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# perf bench sched pipe in several arms, side by side: each arm a library
+# and a mode (NAME=LIB@MODE; LIB "none" for no preload), run once per round,
+# interleaved, each round starting one arm further on. Per arm: the median
+# of perf's own usecs/op with its quartiles and maximum (a ping-pong's time
+# here is bimodal: both ends on one CPU or one each), the median voluntary
+# context switches of the run (/usr/bin/time: perf and its two workers), and
+# the ratio of the first arm's median usecs/op to each arm's, and how many
+# runs slept through more than 1% of their round trips (vol. switches above
+# LOOPS/100) with the median of those runs and of the others: in a spinning
+# arm those are the runs whose pair spent a stretch on one CPU, where a spin
+# cannot help (docs/policy.md, known limits). What is compared is the loop
+# perf times, not the process start around it.
+#   usage: [ROUNDS=40] [LOOPS=20000] tools/bench/scripts/perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]
+#   e.g.   tools/bench/scripts/perf_ab.sh fixed=build/lib/libpipespin.so@fixed \
+#            adaptive=build/lib/libpipespin.so@adaptive old=/tmp/old/libpipespin.so@adaptive
+#          (add `-- -T` for the two-thread variant)
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+rounds=${ROUNDS:-40}
+loops=${LOOPS:-20000}
+specs=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do specs+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+extra=("$@")
+[ ${#specs[@]} -gt 0 ] || { echo "usage: perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]" >&2; exit 2; }
+command -v perf >/dev/null || { echo "perf_ab.sh needs perf (apt-get install linux-perf)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "missing /usr/bin/time (apt-get install time)" >&2; exit 1; }
+bench_clean_env
+bench_scratch
+
+bench_arms "" "${specs[@]}"
+run_arm() {  # index -> "usecs_per_op voluntary_switches"
+  local out us vcs
+  # shellcheck disable=SC2086 # the arm's variables, split on purpose
+  out=$( { /usr/bin/time -f "TIME %w" env ${envs[$1]} perf bench sched pipe -l "$loops" "${extra[@]}"; } 2>&1 )
+  us=$(awk '/usecs\/op/{print $1}' <<<"$out")
+  vcs=$(awk '/^TIME/{print $2}' <<<"$out")
+  [ -n "$us" ] || { echo "arm ${names[$1]}: perf printed no usecs/op: $out" >&2; exit 1; }
+  echo "$us $vcs"
+}
+bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
+
+echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
+echo
+python3 - "$work/samples" "$loops" "${names[@]}" <<'PY'
+import statistics as st, sys
+loops = int(sys.argv[2])
+names = sys.argv[3:]
+us = {i: [] for i in range(len(names))}
+vcs = {i: [] for i in range(len(names))}
+for line in open(sys.argv[1]):
+    i, u, v = line.split()
+    us[int(i)].append(float(u))
+    vcs[int(i)].append(int(v))
+def q(v, f):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * f))]
+first = st.median(us[0])
+def med(v):
+    return f"{st.median(v):.3f}" if v else "-"
+print("| arm | usecs/op median | quartiles | max | vol. switches (median) | first arm / this "
+      "| runs sleeping > 1% | their median | the others' median |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+for i, name in enumerate(names):
+    m = st.median(us[i])
+    slept = [u for u, v in zip(us[i], vcs[i]) if v > loops / 100]
+    rest = [u for u, v in zip(us[i], vcs[i]) if v <= loops / 100]
+    print(f"| {name} | {m:.3f} | {q(us[i], .25):.2f}-{q(us[i], .75):.2f} | {max(us[i]):.2f} "
+          f"| {st.median(vcs[i]):.0f} | {first / m:.3f} | {len(slept)} of {len(us[i])} "
+          f"| {med(slept)} | {med(rest)} |")
+PY

@@ -1,0 +1,172 @@
+// pipespin stats: what the shim did, from the lines processes appended to
+// PIPESPIN_STATS, per program and A/B arm.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/stats/compare.h"
+#include "cli/stats/lines.h"
+#include "cli/util/args.h"
+#include "cli/util/json_writer.h"
+#include "cli/util/text.h"
+
+namespace pipespin::cli {
+namespace {
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    return whole == 0 ? "-" : fmt::format("{:.1f}", 100.0 * static_cast<double>(part) / whole);
+}
+
+void print_row(const StatsGroup& g) {
+    const Counters t = g.counters.total();
+    fmt::print(
+        "{:<16} {:<9} {:>6} {:>8.2f} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9.1f} {:>9.1f} {:>9.2f}\n",
+        printable(g.program).substr(0, 16), g.arm, g.processes,
+        static_cast<double>(g.wall_us) / 1e6, t.calls, t.waits, t.spins,
+        percent(t.spin_hits, t.spins), t.spin_hits, static_cast<double>(t.spin_ns) / 1e6,
+        static_cast<double>(t.sleep_ns) / 1e6, static_cast<double>(t.bytes) / (1 << 20));
+}
+
+// The spins per hook family, in the shim's own words (its PIPESPIN_LOG=info
+// exit report): "io=S/H poll=S/H ...". Empty when the group never spun.
+std::string via_text(const StatsGroup& g) {
+    std::uint64_t spins = 0;
+    for (const ViaCount& v : g.counters.via) spins += v.spins;
+    if (spins == 0) return {};
+    std::string out;
+    for (int h = 0; h < kViaCount; ++h)
+        out += fmt::format("{}{}={}/{}", h ? " " : "", via_name(static_cast<Via>(h)),
+                           g.counters.via[h].spins, g.counters.via[h].spin_hits);
+    return out;
+}
+
+std::string group_json(const StatsGroup& g) {
+    WaitHist waits[kWaitEnds];
+    total_waits(g.counters, waits);
+    return fmt::format(
+        "{{\"program\":{},\"arm\":{},\"processes\":{},\"running\":{},\"wall_us\":{},"
+        "\"sleeps_avoided\":{},\"counters\":{},\"via\":{},\"rusage\":{},\"waits\":{}}}",
+        json_string(g.program), json_string(g.arm), g.processes, g.running, g.wall_us,
+        g.counters.total().spin_hits, snapshot_json(g.counters), via_json(g.counters),
+        rusage_json(g.rusage), waits_json(waits));
+}
+
+int stats_run(const std::vector<std::string>& files, bool json, bool compare, CompareArgs ca) {
+    const LoadedStats st = load_stats(files);
+    if (st.bad_lines > 0)
+        fmt::print(stderr,
+                   "pipespin: warning: stats: skipped {} of {} lines that are not "
+                   "statistics lines (first: {})\n",
+                   st.bad_lines, st.lines, printable(st.first_problem));
+    if (compare) {
+        ca.json = json;
+        return compare_stats(st, ca);
+    }
+    const std::vector<StatsGroup> groups = group_stats(st.records);
+    std::vector<std::string> arms;
+    for (const ProcessRecord& r : st.records)
+        if (std::find(arms.begin(), arms.end(), r.arm) == arms.end()) arms.push_back(r.arm);
+    std::sort(arms.begin(), arms.end());
+
+    if (json) {
+        std::vector<std::string> gs, ts;
+        for (const StatsGroup& g : groups) gs.push_back(group_json(g));
+        for (const std::string& arm : arms) ts.push_back(group_json(total_of(st.records, arm)));
+        fmt::print(
+            "{{\"lines\":{},\"bad_lines\":{},\"processes\":{},\"groups\":[{}],"
+            "\"arms\":[{}]}}\n",
+            st.lines, st.bad_lines, st.records.size(), fmt::join(gs, ","), fmt::join(ts, ","));
+        return kExitOk;
+    }
+    fmt::print("{:<16} {:<9} {:>6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}\n",
+               "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %", "avoided",
+               "spin ms", "sleep ms", "MiB");
+    for (const StatsGroup& g : groups) print_row(g);
+    if (groups.size() > 1) {
+        fmt::print("\n");
+        for (const std::string& arm : arms) print_row(total_of(st.records, arm));
+    }
+    bool via_header = false;
+    for (const StatsGroup& g : groups) {
+        const std::string via = via_text(g);
+        if (via.empty()) continue;
+        if (!via_header)
+            fmt::print(
+                "\nSpins by hook family, spins/hits (a hit: the pipe became ready "
+                "during the spin, a sleep avoided):\n");
+        via_header = true;
+        fmt::print("{:<16} {:<9} {}\n", printable(g.program).substr(0, 16), g.arm, via);
+    }
+    std::size_t running = 0;
+    for (const StatsGroup& g : groups) running += g.running;
+    fmt::print("\n{} processes from {} lines", st.records.size(), st.lines);
+    if (running > 0) fmt::print("; {} still running at their last line (interval)", running);
+    fmt::print(".\n");
+    return kExitOk;
+}
+
+}  // namespace
+
+Action define_stats(CLI::App& app) {
+    struct Values {
+        bool json = false, compare = false;
+        CompareArgs ca;
+        std::vector<std::string> files;
+        std::vector<const CLI::Option*> compare_only;
+    };
+    auto v = std::make_shared<Values>();
+    app.description(
+        "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
+        "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
+        "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
+        "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
+        "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
+        "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
+        "spins came through. Only the last line of each process counts (interval lines are "
+        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'.\n"
+        "--compare: control against treatment, per program and overall, each process (or "
+        "each period of a switchback process) one sample: wall time per call, time blocked "
+        "per wait, CPU per MiB moved and context switches per call, each as the ratio of the "
+        "arms' medians (control/treatment) with a 95% bootstrap interval (10000 resamples) "
+        "and a verdict in the words of pipespin ab: faster or slower only when the whole "
+        "interval lies beyond 1 + PCT/100 or its inverse, else no significant difference; "
+        "fewer than 5 samples in an arm: no verdict, and a warning.");
+    app.add_flag("--json", v->json,
+                 "print one JSON object instead: with --compare its verdicts, else the table "
+                 "with a \"via\" object, the resource usage and the wait histograms per group");
+    app.add_flag("--compare", v->compare, "compare the control arm with the treatment arm");
+    v->compare_only.push_back(add_count(app, "--seed", v->ca.seed, 0, ~0ull,
+                                        "the bootstrap's seed (with --compare)", "S"));
+    CLI::Option* margin =
+        app.add_option("--margin", "how far beyond 1 a ratio must be to count (with --compare)")
+            ->type_name("PCT")
+            ->default_str("5");
+    margin->each([v](const std::string& text) {
+        v->ca.margin = static_cast<double>(parse_count("stats", "--margin", text, 0, 100)) / 100;
+    });
+    v->compare_only.push_back(margin);
+    v->compare_only.push_back(app.add_option_function<std::string>(
+                                     "--program",
+                                     [v](const std::string& name) { v->ca.program = name; },
+                                     "compare this program only (with --compare)")
+                                  ->type_name("NAME"));
+    v->compare_only.push_back(add_file(
+        app, "--plot", v->ca.plot,
+        "draw the wait-time distributions of both arms (with --compare; of NAME, or of all "
+        "programs) as a PNG with gnuplot; OUT.gp writes the script instead, data included",
+        "OUT.png|OUT.gp"));
+    app.add_option("FILE", v->files, "a file of statistics lines")->type_name("FILE");
+    return [v](Args) {
+        if (v->files.empty()) throw UsageError("stats: missing FILE");
+        for (const CLI::Option* o : v->compare_only)
+            if (o->count() > 0 && !v->compare)
+                throw UsageError("stats: --seed, --margin, --program and --plot go with --compare");
+        return stats_run(v->files, v->json, v->compare, v->ca);
+    };
+}
+
+}  // namespace pipespin::cli
