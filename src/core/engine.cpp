@@ -153,6 +153,10 @@ bool plain_inline_on() noexcept {
     DirState& st = info.state->dir[static_cast<int>(dir)];
     // What the fd's lane counted, before anything reads the epoch.
     table().settle_fast(fd, dir, st);
+    // A pipe made here that lives on: its process's new pipes are not all
+    // one-shots (FreshPrior, quiet pipes).
+    if (info.bits() & fdbits::kMade)
+        g_runtime.prior.made_pipe_call(st.calls.load(std::memory_order_relaxed));
     // The periodic hooks: one call in 16; in a run of not spinning, every
     // call that comes here (the fast lane counts the others), which is the
     // last of each epoch of the run, also the next one's first: one in 63.

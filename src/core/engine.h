@@ -221,6 +221,11 @@ inline void memory_changed() noexcept {
         engine::g_runtime.map_gen.fetch_add(1, std::memory_order_acq_rel);
 }
 
+// The program closed fd (close()): what the table knew of it goes. Where fd
+// was the read end of a pipe made here, how many calls it lived for tells
+// the process whether its pipes are one-shots (FreshPrior, quiet pipes).
+void note_close(int fd) noexcept;
+
 // The process's fds may change where the shim cannot see it (a raw close,
 // dup or clone through syscall(), a clone sharing the fd table but not the
 // memory): Runtime::fds_all_seen, for good.

@@ -31,8 +31,9 @@ FdTable& fd_table() noexcept {
 // that closes or reads such a pipe then writes no page of the table, nor
 // does its parent: after each fork a page written is a copy-on-write fault.
 // One pipe in FreshPrior::kQuietSample (by the clock's low bits: a counter
-// would be a write) is made as before, so that the prior goes on learning
-// from watched waits and turns quiet off when new pipes start to answer.
+// would be a write) is made as before, so that the process goes on learning
+// what its pipes do (note_close(), and the calls of begin_io_full()), and
+// turns quiet off when a pipe made here lives on.
 namespace {
 bool quiet_pipe() noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
@@ -48,6 +49,15 @@ void note_pipe(int rfd, int wfd, bool nonblock) noexcept {
         table().set_quiet(rfd, wfd, sys::coarse_ns());
     else
         table().set_pipe(rfd, wfd, nonblock);
+}
+
+void note_close(int fd) noexcept {
+    constexpr std::uint32_t kMadeReadEnd =
+        fdbits::kKnown | fdbits::kPipe | fdbits::kMade | fdbits::kReadable;
+    const auto bits = static_cast<std::uint32_t>(table().peek(fd));
+    if ((bits & (kMadeReadEnd | fdbits::kWritable)) == kMadeReadEnd)
+        g_runtime.prior.made_pipe_closed(table().calls_of(fd, Dir::Read));
+    table().forget(fd);
 }
 
 void fds_unseen() noexcept {

@@ -164,6 +164,16 @@ FdState* FdTable::state(int fd) const noexcept {
     return b == nullptr ? nullptr : &b->state(index_in_block(fd));
 }
 
+std::uint64_t FdTable::calls_of(int fd, Dir d) const noexcept {
+    const FdState* s = state(fd);
+    if (s == nullptr || s->gen.load(kRelaxed) != process_gen().load(kRelaxed)) return 0;
+    std::uint64_t calls = s->dir[static_cast<int>(d)].calls.load(kRelaxed);
+    if (fast_armed())
+        if (const std::atomic<std::uint32_t>* lane = fast_lane(fd, d))
+            calls += fast_pending(lane->load(kRelaxed));
+    return calls;
+}
+
 std::uint64_t FdTable::peek(int fd) const noexcept {
     Block* b = block(fd);
     return b == nullptr ? 0 : b->cls(index_in_block(fd)).load(std::memory_order_acquire);

@@ -267,6 +267,10 @@ public:
     // The state kept for fd's number whatever the fd is now (null if its
     // block was never mapped). For tests and inspection.
     FdState* state(int fd) const noexcept;
+    // The calls this process counted on fd's number in direction d, what
+    // its fast lane has pending included (0 where the counters are a
+    // parent's). Reads, never writes.
+    std::uint64_t calls_of(int fd, Dir d) const noexcept;
     // pipe()/pipe2() returned these fds.
     void set_pipe(int rfd, int wfd, bool nonblock = false) noexcept;
     // pipe()/pipe2() returned these fds, and the process's new pipes have
@@ -450,6 +454,9 @@ private:
                    ? &fast_[fd][static_cast<int>(d)]
                    : nullptr;
     }
+    const std::atomic<std::uint32_t>* fast_lane(int fd, Dir d) const noexcept {
+        return const_cast<FdTable*>(this)->fast_lane(fd, d);
+    }
     // What a lane counted since it was armed, if its tag is current.
     std::uint32_t fast_pending(std::uint32_t v) const noexcept {
         if ((v ^ fast_tag_.load(std::memory_order_relaxed)) >= kTagStep) return 0;
@@ -479,9 +486,8 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
         return {nullptr, &cls, w};
     }
     FdState& s = b->state(fd);
-    if (what == kKnownPipe &&
-        s.gen.load(std::memory_order_relaxed) == process_gen().load(std::memory_order_relaxed))
-        [[likely]]
+    if (what == kKnownPipe && s.gen.load(std::memory_order_relaxed) ==
+                                  process_gen().load(std::memory_order_relaxed)) [[likely]]
         return {&s, &cls, w};
     return {};
 }

@@ -175,16 +175,21 @@ void FreshPrior::Lane::observe(bool would_hit) noexcept {
         score, static_cast<std::int8_t>(std::clamp<int>(v, -kScoreMax, kScoreMax)));
 }
 
-bool FreshPrior::made_one_shot() const noexcept {
-    const auto& made = lanes_[static_cast<int>(Origin::Made)];
-    const int r = made[0].score.load(kRelaxed);
-    const int w = made[1].score.load(kRelaxed);
-    return std::max(r, w) <= 0 && std::min(r, w) <= -kQuietScore;
+void FreshPrior::made_pipe_closed(std::uint64_t calls) noexcept {
+    if (calls == 0 || calls > kOneShotCalls) return;
+    // Written only when it changes: a shell's parent sits at the floor.
+    const int v = life_.load(kRelaxed) - 1;
+    store_if_changed<std::int8_t>(life_, static_cast<std::int8_t>(std::max<int>(v, -kScoreMax)));
+}
+
+void FreshPrior::made_pipe_lives() noexcept {
+    store_if_changed<std::int8_t>(life_, 0);
 }
 
 void FreshPrior::reset() noexcept {
     for (auto& origin : lanes_)
         for (Lane& l : origin) store_if_changed<std::int8_t>(l.score, 0);
+    store_if_changed<std::int8_t>(life_, 0);
 }
 
 std::uint64_t WakeEstimate::get(std::uint64_t ceiling_ns) const noexcept {

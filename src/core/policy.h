@@ -126,12 +126,19 @@ public:
     static constexpr std::int8_t kScoreMax = 8;
     static constexpr std::int8_t kHitGain = 1;   // a first wait a spin caught (or would have)
     static constexpr std::int8_t kMissCost = 2;  // one it did not: spin only above 2/3 hits
-    // New pipes made here are quiet (FdTable::set_quiet) while one lane of
-    // Origin::Made is at or below -kQuietScore and neither spins: their
-    // first waits have ended long, two misses more than hits at least.
+    // New pipes made here are quiet (FdTable::set_quiet) while the pipes
+    // made here have been one-shots (docs/policy.md, part 0), judged by
+    // what they did, not by how long their waits took (a busy host answers
+    // a $(...) at once as often as an idle one makes it wait): a read end
+    // closed after 1 to kOneShotCalls calls (read once or twice, to its
+    // EOF) is a one-shot, -1; a pipe made here that reaches kLongCalls
+    // calls (either end) is not, and the score goes back to 0. Quiet at or
+    // below -kQuietScore: four one-shots in a row.
     static constexpr std::int8_t kQuietScore = 4;
-    // One new pipe in kQuietSample is made as before, watched, so that the
-    // prior still learns while the rest are quiet.
+    static constexpr std::uint64_t kOneShotCalls = 4;
+    static constexpr std::uint64_t kLongCalls = 64;
+    // One new pipe in kQuietSample is made as before, tracked, so that the
+    // process goes on learning what its pipes do while the rest are quiet.
     static constexpr unsigned kQuietSample = 16;
     struct Lane {
         std::atomic<std::int8_t> score{0};
@@ -139,12 +146,22 @@ public:
         void observe(bool would_hit) noexcept;
     };
     Lane& lane(Origin o, int dir) noexcept { return lanes_[static_cast<int>(o)][dir & 1]; }
-    // Have the first waits of the pipes made here been long (see kQuietScore)?
-    bool made_one_shot() const noexcept;
+    // Have the pipes made here been one-shots (see kQuietScore)?
+    bool made_one_shot() const noexcept {
+        return life_.load(std::memory_order_relaxed) <= -kQuietScore;
+    }
+    // The read end of a pipe made here was closed after `calls` calls.
+    void made_pipe_closed(std::uint64_t calls) noexcept;
+    // A call on a pipe made here, its `calls`-th (either end).
+    void made_pipe_call(std::uint64_t calls) noexcept {
+        if (calls >= kLongCalls && calls < 2 * kLongCalls) made_pipe_lives();
+    }
     void reset() noexcept;
 
 private:
+    void made_pipe_lives() noexcept;
     Lane lanes_[kOrigins][2];
+    std::atomic<std::int8_t> life_{0};  // see kQuietScore
 };
 
 // Process-wide estimate of what a sleep plus wake-up costs on this host,

@@ -242,7 +242,7 @@ PIPESPIN_EXPORT int close(int fd) {
     int r =
         real_close != nullptr ? real_close(fd) : static_cast<int>(to_libc(sys::raw(SYS_close, fd)));
     // Even on error: after close() the fd number is gone or never was ours.
-    if (FdTable* t = kept_table()) t->forget(fd);
+    if (kept_table() != nullptr) note_close(fd);
     return r;
 }
 

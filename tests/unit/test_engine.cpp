@@ -624,20 +624,25 @@ TEST_CASE("engine: a fd seen non-blocking skips the looks until it is seen block
 
 namespace {
 
-// A new pipe, as the pipe() wrapper records it (note_pipe).
+// A new pipe, as the pipe() wrapper records it (note_pipe), closed as the
+// close() wrapper does (note_close).
 struct NewPipe {
     int fds[2] = {-1, -1};
     NewPipe() {
         REQUIRE(::pipe(fds) == 0);
         note_pipe(fds[0], fds[1]);
     }
+    void close_end(int i) {
+        if (fds[i] < 0) return;
+        ::close(fds[i]);
+        note_close(fds[i]);
+        fds[i] = -1;
+    }
     ~NewPipe() {
-        for (int fd : fds) {
-            ::close(fd);
-            // A close leaves a quiet mark (as the wrapper's forget() does);
-            // the next test's pipes on these numbers replace it.
-            fd_table().forget(fd);
-        }
+        // A quiet mark stays after a close; the next test's pipes on these
+        // numbers replace it.
+        close_end(1);
+        close_end(0);
     }
     bool quiet() const { return (fd_table().peek(fds[0]) & fdbits::kQuiet) != 0; }
 };
@@ -655,82 +660,117 @@ void one_wait(const NewPipe& p, std::uint64_t wait_ns) {
     after_call(plan, 1);
 }
 
+// A read that finds its answer at once (data, or EOF), as the wrapper makes it.
+void read_at_once(const NewPipe& p) {
+    char c = 0;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    const long r = plan.action == Plan::Action::Done ? plan.result : ::read(p.fds[0], &c, 1);
+    after_call(plan, r);
+}
+
+// A $(...) as its parent sees it: the child's output read (after a wait of
+// wait_ns, or, with 0, there at once: a busy host's child often writes
+// before its parent reads), the write end closed (the child's exit), the
+// EOF read, the read end closed.
+void one_shot(NewPipe& p, std::uint64_t wait_ns) {
+    if (wait_ns == 0) {
+        REQUIRE(::write(p.fds[1], "x", 1) == 1);
+        read_at_once(p);
+    } else {
+        one_wait(p, wait_ns);
+    }
+    p.close_end(1);
+    read_at_once(p);
+    p.close_end(0);
+}
+
 struct PriorReset {
     ~PriorReset() { runtime().prior.reset(); }
 };
 
+void learn_one_shots() {
+    for (int i = 0; i < FreshPrior::kScoreMax; ++i) runtime().prior.made_pipe_closed(1);
+}
+
 }  // namespace
 
-TEST_CASE("engine: a process whose new pipes' first waits are long makes its new pipes quiet",
+TEST_CASE("engine: a process whose new pipes are one-shots makes its new pipes quiet",
           "[engine][fresh][quiet]") {
     PipeFixture config(Mode::Adaptive, 50);  // nobody reads the counters
     PriorReset reset;
-    runtime().prior.reset();
-    // A shell's $(...): each pipe's read waits long for the child to start,
-    // then for its EOF. The first pipe's two misses take the prior to -4:
-    // from the second on, new pipes are quiet (but for the sampled ones).
-    int first_quiet = 0;
-    for (int i = 1; i <= 40 && first_quiet == 0; ++i) {
-        NewPipe p;
-        if (p.quiet()) {
-            first_quiet = i;
-            break;
+    // A shell's $(...): each pipe is read once or twice, to its EOF, and
+    // closed; whether its reads waited (an idle host: the child starts
+    // late) or were answered at once (a busy one) makes no difference.
+    for (const std::uint64_t wait_ns : {std::uint64_t{1'000'000}, std::uint64_t{0}}) {
+        CAPTURE(wait_ns);
+        runtime().prior.reset();
+        int first_quiet = 0;
+        for (int i = 1; i <= 80 && first_quiet == 0; ++i) {
+            NewPipe p;
+            if (p.quiet()) {
+                first_quiet = i;
+                break;
+            }
+            one_shot(p, wait_ns);
         }
-        one_wait(p, 1'000'000);
-        one_wait(p, 1'000'000);
-    }
-    CAPTURE(first_quiet);
-    CHECK(first_quiet >= 2);
-    // The bound: one pipe's misses, and a run of sampled pipes.
-    CHECK(first_quiet <= 40);
-    // A quiet pipe's calls pass through: no look, no wait watched, nothing
-    // counted, its state untouched.
-    int quiet = 0, made = 0;
-    for (int i = 0; i < 400; ++i) {
-        NewPipe p;
-        if (!p.quiet()) {
-            ++made;  // a sample: watched as before, and it teaches the prior
-            CHECK(fd_table().lookup(p.fds[0], nullptr).can(Dir::Read));
-            one_wait(p, 1'000'000);
-            continue;
+        CAPTURE(first_quiet);
+        // Four one-shots, then the first new pipe that is not a sample.
+        CHECK(first_quiet >= FreshPrior::kQuietScore + 1);
+        CHECK(first_quiet <= 80);
+        // A quiet pipe's calls pass through: no look, no wait watched,
+        // nothing counted, its state untouched. The samples keep it quiet.
+        int quiet = 0, made = 0;
+        for (int i = 0; i < 400; ++i) {
+            NewPipe p;
+            if (!p.quiet()) {
+                ++made;  // a sample: tracked as before, and it teaches the prior
+                CHECK(fd_table().lookup(p.fds[0], nullptr).can(Dir::Read));
+                one_shot(p, wait_ns);
+                continue;
+            }
+            ++quiet;
+            const std::uint64_t w = fd_table().peek(p.fds[0]);
+            char c = 0;
+            Plan plan = before_read(p.fds[0], &c, 1);
+            CHECK(plan.action == Plan::Action::Call);
+            CHECK(plan.dir == nullptr);
+            CHECK_FALSE(plan.obs.watched);
+            CHECK_FALSE(plan.obs.spun);
+            after_call(plan, 1);
+            CHECK(fd_table().peek(p.fds[0]) == w);
         }
-        ++quiet;
-        const std::uint64_t w = fd_table().peek(p.fds[0]);
-        char c = 0;
-        Plan plan = before_read(p.fds[0], &c, 1);
-        CHECK(plan.action == Plan::Action::Call);
-        CHECK(plan.dir == nullptr);
-        CHECK_FALSE(plan.obs.watched);
-        CHECK_FALSE(plan.obs.spun);
-        after_call(plan, 1);
-        CHECK(fd_table().peek(p.fds[0]) == w);
+        CAPTURE(quiet, made);
+        // One in FreshPrior::kQuietSample by the clock's bits: about 25 of 400.
+        CHECK(made >= 1);
+        CHECK(made <= 100);
+        CHECK(runtime().prior.made_one_shot());
     }
-    CAPTURE(quiet, made);
-    // One in FreshPrior::kQuietSample by the clock's bits: about 25 of 400.
-    CHECK(made >= 1);
-    CHECK(made <= 100);
-    CHECK(runtime().prior.made_one_shot());
 }
 
-TEST_CASE("engine: quiet ends once new pipes answer at once", "[engine][fresh][quiet]") {
+TEST_CASE("engine: quiet ends once a pipe made here lives on", "[engine][fresh][quiet]") {
     PipeFixture config(Mode::Adaptive, 50);
     PriorReset reset;
-    runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
-    // Each sampled pipe's short waits (+1 each) raise the prior: from the
-    // floor, 3 such pipes end quiet (-8 + 6 > -4).
-    int pipes = 0, sampled = 0;
+    learn_one_shots();
+    REQUIRE(runtime().prior.made_one_shot());
+    // The first sampled pipe is a ping-pong's: it is read on and on.
+    int pipes = 0;
     for (; pipes < 2000 && runtime().prior.made_one_shot(); ++pipes) {
         NewPipe p;
         if (p.quiet()) continue;
-        ++sampled;
-        one_wait(p, 0);
-        one_wait(p, 0);
+        for (std::uint64_t i = 0; i < 2 * FreshPrior::kLongCalls; ++i) {
+            REQUIRE(::write(p.fds[1], "x", 1) == 1);
+            read_at_once(p);
+        }
     }
-    CAPTURE(pipes, sampled);
+    CAPTURE(pipes);
     CHECK_FALSE(runtime().prior.made_one_shot());
-    CHECK(sampled <= 3);
     NewPipe after;
     CHECK_FALSE(after.quiet());
+    // A read end closed after many calls, or none (handed to a child), or a
+    // write end, says nothing of one-shots.
+    runtime().prior.made_pipe_closed(0);
+    runtime().prior.made_pipe_closed(FreshPrior::kOneShotCalls + 1);
+    CHECK_FALSE(runtime().prior.made_one_shot());
 }
 
 TEST_CASE("engine: no quiet pipes where the counters are read, in fixed mode, or for a ping-pong",
@@ -745,12 +785,12 @@ TEST_CASE("engine: no quiet pipes where the counters are read, in fixed mode, or
     };
     {
         PipeFixture config(Mode::Adaptive, 50, at_info());  // the exit report counts every call
-        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+        learn_one_shots();
         CHECK_FALSE(any_quiet());
     }
     {
         PipeFixture config(Mode::Fixed, 50);
-        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
+        learn_one_shots();
         CHECK_FALSE(any_quiet());
     }
     {
@@ -758,10 +798,6 @@ TEST_CASE("engine: no quiet pipes where the counters are read, in fixed mode, or
         // watched, then spun on, from their first waits).
         PipeFixture config(Mode::Adaptive, 50);
         runtime().prior.reset();
-        CHECK_FALSE(any_quiet());
-        // A lane that spins keeps every new pipe as before.
-        runtime().prior.lane(Origin::Made, 0).score.store(-FreshPrior::kScoreMax);
-        runtime().prior.lane(Origin::Made, 1).score.store(1);
         CHECK_FALSE(any_quiet());
     }
 }
