@@ -147,8 +147,10 @@ bool plain_inline_on() noexcept {
 // The first step of every read- or write-side wait (engine.h, Begun) that
 // the fast lane did not count: the fd's state and the budget now, or a null
 // state when the real call is all there is to do.
-[[gnu::noinline]] Begun begin_io_full(int fd, Dir dir) noexcept {
-    const FdInfo info = look_up(fd);
+// `known`: what lookup_known() found (a pipe), or an info with a null cls:
+// the fd is looked up (and classified) here.
+[[gnu::noinline]] Begun begin_io_full(int fd, Dir dir, FdInfo known) noexcept {
+    const FdInfo info = known.cls != nullptr ? known : look_up(fd);
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
     // What the fd's lane counted, before anything reads the epoch.
@@ -168,8 +170,9 @@ bool plain_inline_on() noexcept {
     if (budget != 0 && dir == Dir::Write &&
         SpinPolicy::skips_write_look(st.policy, params, st.calls.load(std::memory_order_relaxed)))
         budget = 0;
-    if (budget != 0) return {info.state, budget};
-    if (!settle_early(st, params)) return {info.state, 0};
+    const std::uint32_t gen = FdTable::gen_of(info.word);
+    if (budget != 0) return {info.state, static_cast<std::uint32_t>(budget), gen};
+    if (!settle_early(st, params)) return {info.state, 0, gen};
     // Counted: if the run of not spinning goes on, the fast lane counts
     // the calls up to its epoch's last. The settings are asked anew (the
     // hooks above may have applied new ones: a reload, an A/B switch),
@@ -193,7 +196,7 @@ bool plain_inline_on() noexcept {
 [[gnu::always_inline]] inline Begun begin_tracked_io(int fd, Dir dir) noexcept {
     const FdInfo info = table().lookup_known(fd);
     if (info.cls != nullptr && !info.pipe()) return {};
-    return begin_io_full(fd, dir);
+    return begin_io_full(fd, dir, info);
 }
 
 inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
@@ -211,7 +214,7 @@ bool still_non_blocking(int fd, FdInfo& info, const DirState& st) noexcept {
     if (!info.nonblock_seen()) return false;
     if ((st.calls.load(std::memory_order_relaxed) & 15) != 0 || non_blocking_now(fd)) return true;
     table().set_nonblock(info, false);
-    info = table().lookup(fd, nullptr);  // the word the spin's same_file() compares
+    info.word = info.cls->load(std::memory_order_acquire);  // what the spin's same_file() compares
     return false;
 }
 
@@ -222,8 +225,11 @@ bool still_non_blocking(int fd, FdInfo& info, const DirState& st) noexcept {
 // the caller then returns its plan as it is.
 bool resume(const Begun& b, int fd, Dir dir, Plan& plan, FdInfo& info) noexcept {
     if (b.state == nullptr) return false;
-    info = table().lookup(fd, nullptr);
-    if (info.state != b.state || !info.can(dir)) return false;
+    // The fd's entry as the first step found it, if its number still names
+    // that file: its class word reread, not looked up again.
+    std::atomic<std::uint64_t>& cls = table().class_word(fd);
+    info = FdInfo{b.state, &cls, cls.load(std::memory_order_acquire)};
+    if (FdTable::gen_of(info.word) != b.gen || !info.can(dir)) return false;
     DirState& st = b.state->dir[static_cast<int>(dir)];
     plan.dir = &st;
     plan.ctr = &st;

@@ -259,11 +259,18 @@ void set_spin_hook(SpinHook hook) noexcept;
 //     means the real call is all there is to do (not a tracked pipe, or a
 //     call that will not spin and was already counted).
 //  2. continue_*(), only for a non-null state: the plan, as before_*().
+// Two words, returned in registers, so that the wrapper's other paths stay
+// tail calls.
 struct Begun {
     FdState* state = nullptr;
     // The spin budget (SpinPolicy::budget_ns(): kWatchOnly for a fresh fd
-    // that looks but does not spin); 0: none, count the call after it.
-    std::uint64_t budget = 0;
+    // that looks but does not spin; at most spin_us's 1 s); 0: none, count
+    // the call after it.
+    std::uint32_t budget = 0;
+    // The generation of the fd's class word the call began with: the
+    // second step carries on only where the number still names that file
+    // (no close or dup since), without a second look-up.
+    std::uint32_t gen = 0;
 };
 // For a call that io_untracked(n) has let through (the caller tests it:
 // a read of 0 bytes must never spin).

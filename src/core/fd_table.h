@@ -264,6 +264,15 @@ public:
     // What the table knows about fd, without classifying or mapping
     // anything: a class word (0 when unknown).
     std::uint64_t peek(int fd) const noexcept;
+    // The class word of fd's number, in a block that is mapped (fd has an
+    // entry): one address computation, no look-up of the entry's state.
+    std::atomic<std::uint64_t>& class_word(int fd) const noexcept {
+        return block(fd)->cls(fd & (kBlockFds - 1));
+    }
+    // The generation in a class word (kGenShift).
+    static std::uint32_t gen_of(std::uint64_t word) noexcept {
+        return static_cast<std::uint32_t>(word >> 32);
+    }
     // The state kept for fd's number whatever the fd is now (null if its
     // block was never mapped). For tests and inspection.
     FdState* state(int fd) const noexcept;
