@@ -26,12 +26,14 @@
 namespace pipespin::interpose {
 namespace {
 
-// The per-process summary at info level: one line per direction, and one
-// with the spins per hook family.
+// The per-process summary at info level: one line per direction, one with
+// the spins per hook family, and in mode fixed one per direction whose
+// spins (kFixedMissSpins or more) mostly missed.
+constexpr std::uint64_t kFixedMissSpins = 64;
 void exit_report() noexcept {
     StatsSnapshot snap;
     stats_snapshot(snap);
-    char line[256];
+    char line[384];
     for (StatDir d : {StatDir::Read, StatDir::Write, StatDir::Poll}) {
         const Counters t = snap.total(d);
         std::snprintf(line, sizeof line,
@@ -45,8 +47,26 @@ void exit_report() noexcept {
                       static_cast<unsigned long long>(t.calls));
         report::write(LogLevel::Info, line);
     }
-    // What the process ended with (a live reload may have changed it).
+    // Fixed mode spins on every wait; where its spins mostly missed, it
+    // paid CPU (and, with both ends on one CPU, time) for nothing, which
+    // adaptive mode would not have (docs/deploy.md, the modes).
     const Runtime& rt = runtime();
+    if (rt.mode.load() == Mode::Fixed) {
+        for (StatDir d : {StatDir::Read, StatDir::Write, StatDir::Poll}) {
+            const Counters t = snap.total(d);
+            if (t.spins < kFixedMissSpins || 2 * t.spin_hits >= t.spins) continue;
+            std::snprintf(line, sizeof line,
+                          "exit pid=%d %s: mode fixed: %llu of %llu spins missed (%llu%%): the "
+                          "peer answers later than spin_us, or shares this CPU; adaptive mode "
+                          "would have stopped spinning",
+                          ::getpid(), dir_name(d).data(),
+                          static_cast<unsigned long long>(t.spins - t.spin_hits),
+                          static_cast<unsigned long long>(t.spins),
+                          static_cast<unsigned long long>(100 * (t.spins - t.spin_hits) / t.spins));
+            report::write(LogLevel::Info, line);
+        }
+    }
+    // What the process ended with (a live reload may have changed it).
     std::snprintf(line, sizeof line, "exit pid=%d settings: mode=%s spin_us=%llu reloads=%u",
                   ::getpid(), name_of(rt.mode.load()).data(),
                   static_cast<unsigned long long>(rt.max_spin_ns.load() / 1000), reload_count());
