@@ -430,7 +430,24 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
                                    ? kLongWaitLimit
                                    : static_cast<std::uint8_t>(s.long_waits.load(kRelaxed) + 1);
         s.long_waits.store(n, kRelaxed);
-        if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
+        if (long_wait && n >= kLongWaitLimit && s.get_phase() == Phase::TrySpin &&
+            s.epoch_hit.load(kRelaxed) == 0) {
+            // Spinning has lost this epoch to a slow peer: it caught
+            // nothing and stops for the rest of it, which would only
+            // measure not spinning, what TryPlain is for (a sparse peer's
+            // fd paid a pair of epochs counted after each call, half its
+            // calls, for a verdict known here). Not spinning wins at once,
+            // as a TrySpin epoch without waits does, a repeat when it won
+            // before; what a call costs not spinning is about this wait
+            // (the drift check's base, kDriftFactor). Close misses (a peer
+            // on this CPU) measure on: the TryPlain epoch's cost is the
+            // base that tells when the pair is spread again.
+            s.plain_call_ns.store(static_cast<std::uint32_t>(
+                                      std::min<std::uint64_t>(o.spin_ns + o.block_ns, UINT32_MAX)),
+                                  kRelaxed);
+            next_epoch_from_scratch(s);
+            decide(s, false);
+        } else if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             // Measure again, now: a run of not spinning would last at
             // least kExploitMin epochs whatever the pair costs now. Two
             // waits the host stretched (a virtual CPU preempted for a few

@@ -215,7 +215,9 @@ public:
     // room), and not spinning wins, as a repeat when it won before.
     static constexpr std::uint32_t kEarlyCalls = 8;
     static constexpr std::uint64_t kEarlyFactor = 2;
-    static constexpr std::uint8_t kLongWaitLimit = 2;    // outlasted spins before giving up
+    // Outlasted spins before giving up: for the rest of the epoch, and in a
+    // TrySpin epoch without a hit, for the experiment (not spinning wins).
+    static constexpr std::uint8_t kLongWaitLimit = 2;
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
     // A spin that missed and whose real call then had the answer sooner
     // than the spin had lasted (block < spin): the peer answered as soon as

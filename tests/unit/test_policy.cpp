@@ -94,7 +94,8 @@ struct Sim {
         if (phase == Phase::TrySpin || phase == Phase::TryPlain) ++measuring;
         // As the engine does (without statistics lines): a call that will
         // not spin is counted before it, when the policy allows that.
-        const bool early = (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p, fake_now);
+        const bool early =
+            (budget == 0 || st.wait_ns == 0) && SpinPolicy::count_early(s, p, fake_now);
         if (plain_inline && early && budget == 0 && p.mode == Mode::Adaptive)
             lane_armed = lane_left = SpinPolicy::inline_run(s);
         bool spun = false;
@@ -214,6 +215,21 @@ TEST_CASE("long waits converge to no spin within a bounded number of waits", "[p
     const std::uint64_t spun = sim.run(n, kSparse);
     CHECK(spun <=
           (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) * SpinPolicy::kLongWaitLimit);
+}
+
+TEST_CASE("a sparse peer's fd spends few calls measuring", "[policy]") {
+    // A byte every 2 ms: each measuring pair's TrySpin epoch loses at its
+    // second long wait, and not spinning wins there; the calls counted
+    // after the call (measuring epochs) are then a few per exploit run, not
+    // two epochs' worth (128) of them.
+    Sim sim;
+    const std::uint64_t n = 200 * SpinPolicy::kEpochCalls;
+    sim.run(n, kSparse);
+    CAPTURE(sim.measuring, sim.spins);
+    // Exploit runs of 4, 8, ... 64 epochs: about 7 measuring starts here,
+    // each kLongWaitLimit calls (and the Fresh phase's few).
+    CHECK(sim.measuring <= 10 * SpinPolicy::kLongWaitLimit);
+    CHECK(sim.s.get_phase() == Phase::Plain);
 }
 
 TEST_CASE("alternating phases recover both ways", "[policy]") {
@@ -416,7 +432,8 @@ std::vector<int> spin_runs(Step step, std::uint64_t epochs, std::uint64_t call_n
     for (std::uint64_t i = 0; i < epochs * SpinPolicy::kEpochCalls; ++i) {
         sim.call(step);
         const Phase now = sim.s.get_phase();
-        if (before == Phase::TryPlain && now == Phase::Spin) runs.push_back(sim.s.exploit_len.load());
+        if (before == Phase::TryPlain && now == Phase::Spin)
+            runs.push_back(sim.s.exploit_len.load());
         before = now;
     }
     return runs;
@@ -601,8 +618,9 @@ void check_spins_for_a_peer_on_this_cpu(Sim& sim) {
 
 }  // namespace
 
-TEST_CASE("a peer that needs this thread's CPU: spinning stops after two misses it answered at once",
-          "[policy][colocated]") {
+TEST_CASE(
+    "a peer that needs this thread's CPU: spinning stops after two misses it answered at once",
+    "[policy][colocated]") {
     // Python's os.pipe ping-pong with both ends on one CPU: a plain round
     // trip is a direct switch (~2-3 µs); a spin holds the CPU the peer
     // needs, misses, and the peer answers as soon as it stops.
@@ -661,7 +679,8 @@ TEST_CASE("the run delay is read at most kRunDelayLooks times an epoch, and only
     for (Phase phase : {Phase::TrySpin, Phase::Spin}) {
         s.reset();
         s.phase.store(static_cast<std::uint8_t>(phase));
-        for (int i = 0; i < SpinPolicy::kRunDelayLooks; ++i) CHECK(SpinPolicy::looks_at_run_delay(s, p));
+        for (int i = 0; i < SpinPolicy::kRunDelayLooks; ++i)
+            CHECK(SpinPolicy::looks_at_run_delay(s, p));
         CHECK_FALSE(SpinPolicy::looks_at_run_delay(s, p));
         s.reset();
         s.phase.store(static_cast<std::uint8_t>(phase));
@@ -704,7 +723,6 @@ TEST_CASE("a spread ping-pong whose peer is sometimes late keeps spinning", "[po
     for (int i = 0; i < n; ++i) sim.call(step());
     CHECK(sim.spins - before > static_cast<std::uint64_t>(n) * 8 / 10);
 }
-
 
 TEST_CASE("a ping-pong that stopped spinning while co-located spins again once spread",
           "[policy][colocated]") {
@@ -789,7 +807,7 @@ struct GateSim {
 TEST_CASE("the run-queue gate: adaptive, unhinted fds only, one look per period",
           "[policy][gate]") {
     GateSim g;
-    g_running = 3;  // more runnable tasks than the 2 CPUs
+    g_running = 3;    // more runnable tasks than the 2 CPUs
     CHECK(g.free());  // one look: not yet
     CHECK(g_looks == 1);
     g_now += RunQueueGate::kPeriodNs;
