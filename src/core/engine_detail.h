@@ -164,10 +164,16 @@ inline bool non_blocking_now(int fd) noexcept {
 // on a pending cancellation before it consumed or wrote anything.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             const Fd* on = nullptr) {
+             const Fd* on = nullptr, std::uint64_t* ended_ns = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     spent_ns = 0;
+    // The spin's end on the clock: its length, and when it ended (where the
+    // real call that follows is timed from).
+    const auto ended = [&](std::uint64_t now) noexcept {
+        spent_ns = now - start;
+        if (ended_ns != nullptr) *ended_ns = now;
+    };
     // A spin reads O_NONBLOCK from the kernel (the table's bit is only what
     // was last seen, FdTable::set_nonblock): a dup, fcntl, FIONBIO or
     // another process sharing the file description may have changed it. A
@@ -179,11 +185,11 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         sys::cpu_relax();
         if (on != nullptr) {
             if (i == kNonBlockCheckAt && !last && non_blocking_now(on->fd)) {
-                spent_ns = sys::now_ns() - start;
+                ended(sys::now_ns());
                 return SpinEnd::NonBlocking;
             }
             if (!on->same_file()) {
-                spent_ns = sys::now_ns() - start;
+                ended(sys::now_ns());
                 return SpinEnd::Ready;  // the kernel decides, on what the number names now
             }
         }
@@ -192,7 +198,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         sys::test_cancel();
         const Look look = step(i);
         if (look != Look::Pending || last) {
-            spent_ns = sys::now_ns() - start;
+            ended(sys::now_ns());
             if (look == Look::Answer) return SpinEnd::Answer;
             if (look == Look::Ready) return SpinEnd::Ready;
             return SpinEnd::Interrupted;
@@ -215,7 +221,7 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
         if (i % kClockEvery == 0) {
             const std::uint64_t now = sys::now_ns();
             if (now >= deadline) {
-                spent_ns = now - start;
+                ended(now);
                 return SpinEnd::Exhausted;
             }
         }
@@ -235,7 +241,10 @@ inline void count_via(Via via, SpinEnd end) noexcept {
     table().process().count_via(via, end == SpinEnd::Ready || end == SpinEnd::Answer);
 }
 
-inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent) noexcept {
+// `ended_ns`: when the spin ended (spin()), where the real call after it
+// is timed from.
+inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent,
+                       std::uint64_t ended_ns) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
     st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
@@ -244,7 +253,7 @@ inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t sp
     plan.obs.spin_hit = hit;
     plan.obs.spin_ns = spent;
     plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
-    plan.t_call = sys::now_ns();
+    plan.t_call = ended_ns;
 }
 
 // A spin missed and the real call follows: if the policy asks, read the

@@ -102,19 +102,23 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     long ready = 0;
     bool eintr = false;
     std::uint64_t spent = 0;
-    SpinEnd end = spin(mark, budget, spent, [&](unsigned) {
-        ready = look();
-        if (ready == 0 && check_signals) ready = sys::poll_signals0(sigmask);
-        if (ready == -EINTR) {  // a handler ran during the look itself
-            eintr = true;
-            return Look::Ready;
-        }
-        if (ready > 0) return answer_is_done ? Look::Answer : Look::Ready;
-        return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
-    });
+    std::uint64_t ended_ns = 0;
+    SpinEnd end = spin(
+        mark, budget, spent,
+        [&](unsigned) {
+            ready = look();
+            if (ready == 0 && check_signals) ready = sys::poll_signals0(sigmask);
+            if (ready == -EINTR) {  // a handler ran during the look itself
+                eintr = true;
+                return Look::Ready;
+            }
+            if (ready > 0) return answer_is_done ? Look::Answer : Look::Ready;
+            return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
+        },
+        nullptr, &ended_ns);
     if (sigmask != nullptr) sys::change_sigmask(SIG_SETMASK, &own_mask, nullptr);
     if (eintr) end = SpinEnd::Interrupted;
-    count_spin(ctr, plan, end, spent);
+    count_spin(ctr, plan, end, spent, ended_ns);
     count_via(via, end);
     plan.obs.budget_ns = budget;
     // Not when the caller's timeout ended the spin: the real call then
