@@ -982,6 +982,111 @@ PY
   [ ! -e "$work/x.png" ] || fail "a plot of nothing"
 }
 
+ab_lines="$(dirname "$0")/ab_lines.py"
+
+# An A/A experiment (a treatment that never spins, four programs, noisy):
+# with one primary line and the family of the others controlled, every line
+# reads "no significant difference". Each of these seeds gave a "faster"
+# line when every line had its own 95% interval.
+case_stats_aa() {
+  for seed in 2 4 11; do
+    python3 "$ab_lines" aa "$seed" >"$work/aa.jsonl" || fail "could not write the lines"
+    python3 "$validate" "$work/aa.jsonl" >/dev/null || fail "the test's own lines are not valid"
+    expect_status 0 "$pipespin" stats --compare --json "$work/aa.jsonl"
+    python3 - "$work/out" <<'PY2' || fail "seed $seed: a verdict in an A/A experiment"
+import json, sys
+d = json.load(open(sys.argv[1]))
+lines = [(g["program"], k, m) for g in d["groups"] for k, m in g["measures"].items()]
+assert sum(m["primary"] for _, _, m in lines) == 1, "not one primary line"
+p = [(g, k) for g, k, m in lines if m["primary"]][0]
+assert p == ("(all)", "wall_per_call_us") and d["primary"]["program"] == "(all)", p
+tested = [m for _, _, m in lines if m["verdict"] is not None]
+assert d["compare"]["family_lines"] == len(tested) - 1, d["compare"]
+for g, k, m in lines:
+    assert m["verdict"] in (None, "no significant difference"), (g, k, m)
+    if m["verdict"] is not None and not m["primary"]:
+        assert abs(m["confidence"] - (1 - 0.05 / d["compare"]["family_lines"])) < 1e-4, m
+PY2
+    expect_status 0 "$pipespin" stats --compare "$work/aa.jsonl"
+    ! grep -E '(faster|slower)( \(primary\))?$' "$work/out" || fail "seed $seed: a verdict line"
+    expect_in "$work/out" "Verdict (wall per call (µs), (all)): no significant difference"
+  done
+}
+
+# stats --advise on an experiment whose answer is known: mode = off for the
+# program that got slower, nothing for the one with no difference, a larger
+# spin_us where spins missed by a little, a smaller one where they all hit
+# early; the file passes check-config.
+case_stats_advise() {
+  python3 "$ab_lines" advise 1 >"$work/adv.jsonl" || fail "could not write the lines"
+  python3 "$validate" "$work/adv.jsonl" >/dev/null || fail "the test's own lines are not valid"
+  expect_status 0 "$pipespin" stats --advise "$work/adv.jsonl"
+  cp "$work/out" "$work/adv.conf"
+  chmod 644 "$work/adv.conf"
+  python3 - "$work/adv.conf" <<'PY2' || { cat "$work/adv.conf"; fail "the advice"; }
+import re, sys
+text = open(sys.argv[1]).read()
+sections = {}
+current = None
+for line in text.splitlines():
+    assert len(line) <= 79, line
+    m = re.match(r"^\[program (.+)\]$", line)
+    if m:
+        current = m.group(1)
+        sections[current] = {}
+    elif line and not line.startswith("#"):
+        k, v = [x.strip() for x in line.split("=")]
+        sections[current][k] = v
+assert sections == {"slow": {"mode": "off"}, "late": {"spin_us": "500"},
+                    "early": {"spin_us": "10"}}, sections
+# Each suggestion's evidence is the comment just above its section.
+assert re.search(r"# mode = off: the treatment was slower.*\n\[program slow\]", text, re.S)
+assert re.search(r"# slow: wall per call: control/treatment 0\.[0-9]+, [0-9.]+% interval .*slower", text, re.S)
+assert re.search(r"# same: .*no significant difference.*\n# no evidence for a change\n", text, re.S)
+joined = re.sub(r"\n# ", " ", text)  # the comments' sentences, unwrapped
+assert "missed spin_us=50" in joined and "spins hit, 99% of them" in joined, joined
+PY2
+  expect_status 0 "$pipespin" check-config "$work/adv.conf"
+  [ ! -s "$work/err" ] || fail "check-config: $(cat "$work/err")"
+  expect_status 0 "$pipespin" check-config --program slow "$work/adv.conf"
+  grep -qE "^mode +off +$work/adv.conf:[0-9]+$" "$work/out" || fail "slow: not mode off"
+  expect_status 0 "$pipespin" check-config --program same "$work/adv.conf"
+  grep -qE '^mode +adaptive +default$' "$work/out" || fail "same: changed"
+  grep -qE '^spin_us +50 +default$' "$work/out" || fail "same: changed"
+  # The same as JSON, the file included.
+  expect_status 0 "$pipespin" stats --advise --json "$work/adv.jsonl"
+  python3 - "$work/out" "$work/adv.conf" <<'PY2' || fail "stats --advise --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = {x["program"]: x for x in d["programs"]}
+assert p["slow"]["verdict"] == "slower" and p["slow"]["suggestions"][0]["key"] == "mode", p["slow"]
+assert p["same"]["suggestions"] == [] and p["same"]["verdict"] == "no significant difference"
+assert d["config"] == open(sys.argv[2]).read()
+PY2
+  expect_status 2 "$pipespin" stats --advise --compare "$work/adv.jsonl"
+}
+
+# Empty or unusable input is an error with a hint.
+case_stats_empty() {
+  : >"$work/empty.jsonl"
+  expect_status 1 "$pipespin" stats "$work/empty.jsonl"
+  expect_in "$work/err" "no statistics line in"
+  expect_in "$work/err" "hint: "
+  echo 'not json' >"$work/bad.jsonl"
+  for mode in "" --compare --advise --json; do
+    expect_status 1 "$pipespin" stats $mode "$work/bad.jsonl"
+    expect_in "$work/err" "no statistics line in $work/bad.jsonl (1 line read, first problem: $work/bad.jsonl:1:"
+    [ ! -s "$work/out" ] || fail "stats $mode printed a report of nothing"
+  done
+  # Lines, but none in an arm: nothing to compare or advise from.
+  stats_line 10 100 0 exit none cat 1 1 >"$work/none.jsonl"
+  expect_status 1 "$pipespin" stats --compare "$work/none.jsonl"
+  expect_in "$work/err" "ran in an A/B arm"
+  expect_in "$work/err" "hint: run the programs with PIPESPIN_AB=50"
+  expect_status 1 "$pipespin" stats --advise "$work/none.jsonl"
+  expect_in "$work/err" "no evidence to advise from"
+}
+
 # ab_period in the user's environment (or config) must not switch the runs
 # of `pipespin ab` between arms: each run is in the arm ab puts it in.
 case_ab_no_switchback() {

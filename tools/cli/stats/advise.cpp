@@ -116,6 +116,22 @@ void budget_advice(Advice& a, const CompareGroup& g) {
                      hit.count(), spins, p99, a.spin_us)});
 }
 
+// `text` as comment lines of at most 79 columns.
+std::string comment(std::string_view text) {
+    std::string out;
+    const std::string w = wrap(text, 2, 79);
+    std::string_view rest = w;
+    while (!rest.empty()) {
+        std::size_t nl = rest.find('\n');
+        if (nl == std::string_view::npos) nl = rest.size();
+        out += "#";
+        out.append(rest.substr(1, nl - 1));
+        out += "\n";
+        rest.remove_prefix(nl < rest.size() ? nl + 1 : nl);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<Advice> advise(const LoadedStats& st, const Comparison& cmp) {
@@ -153,26 +169,27 @@ int advise_stats(const LoadedStats& st, const CompareArgs& args,
                       "or treatment), so there is no evidence to advise from; hint: run the "
                       "programs with PIPESPIN_AB=50 and PIPESPIN_STATS set");
     const std::vector<Advice> advice = advise(st, cmp);
-    std::string text = fmt::format(
-        "# pipespin stats --advise {}\n"
-        "# From {} statistics lines: the verdicts of stats --compare (seed {}, margin {:g}%), "
+    std::string text = comment(fmt::format("pipespin stats --advise {}", shell_join(files)));
+    text += comment(fmt::format(
+        "From {} statistics lines: the verdicts of stats --compare (seed {}, margin {:g}%), "
         "whose lines other than the experiment's own are a family at {:.4g}% each, and the "
         "treatment arm's wait histograms. Each section follows from the evidence in the "
         "comments above it. Check the file with `pipespin check-config FILE` before merging "
-        "it into /etc/pipespin.conf.\n",
-        shell_join(files), st.lines, args.seed, args.margin * 100,
-        cmp.family_confidence * 100);
+        "it into /etc/pipespin.conf.",
+        st.lines, args.seed, args.margin * 100, cmp.family_confidence * 100));
     const CompareGroup& last = *cmp.primary();
-    text += fmt::format("# The experiment ({}): {}\n", printable(last.program), verdict_text(last));
+    text += comment(fmt::format("The experiment ({}): {}",
+                                last.relative ? "all programs" : printable(last.program),
+                                verdict_text(last)));
     Json programs = Json::array();
     for (const Advice& a : advice) {
-        text += fmt::format("\n# {}: {}\n", printable(a.program), verdict_text(*a.group));
+        text += "\n" + comment(fmt::format("{}: {}", printable(a.program), verdict_text(*a.group)));
         Json suggestions = Json::array();
         for (const Suggestion& s : a.suggestions) {
-            text += fmt::format("# {} = {}: {}\n", s.key, s.value, s.evidence);
+            text += comment(fmt::format("{} = {}: {}", s.key, s.value, s.evidence));
             suggestions.push_back({{"key", s.key}, {"value", s.value}, {"evidence", s.evidence}});
         }
-        if (!a.note.empty()) text += fmt::format("# {}\n", a.note);
+        if (!a.note.empty()) text += comment(a.note);
         if (!a.suggestions.empty()) {
             text += fmt::format("[program {}]\n", a.program);
             for (const Suggestion& s : a.suggestions) text += fmt::format("{} = {}\n", s.key, s.value);
