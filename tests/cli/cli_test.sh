@@ -148,6 +148,102 @@ case_run_preload() {
   [ "$(cat "$work/out")" = "--mode bogus" ] || fail "CMD arguments were not passed as is"
 }
 
+# run --summary: the program's output and status untouched, one table on
+# stderr (or one JSON document), whatever way the program ends.
+summary_cmd='seq 100000 | sort | uniq -c | wc -l'
+case_run_summary() {
+  sh -c "$summary_cmd" >"$work/plain.out"
+  expect_status 0 "$pipespin" run --summary -- sh -c "$summary_cmd"
+  cmp "$work/plain.out" "$work/out" || fail "the program's output changed"
+  [ "$(grep -c '^ pipespin summary for ' "$work/err")" = 1 ] || { cat "$work/err"; fail "not one table"; }
+  expect_in "$work/err" "pipespin summary for sh -c '$summary_cmd' (exited with status 0, "
+  grep -qE '^  program +procs +calls +waits +spins +hit % +avoided +spin ms +asleep ms$' "$work/err" ||
+    { cat "$work/err"; fail "no header"; }
+  for p in sh seq sort uniq wc total; do
+    grep -qE "^  $p +[1-9][0-9]* +[0-9]+ +[0-9]+ +[0-9]+ +(-|[0-9.]+%) +[0-9]+ +[0-9.]+ +[0-9.]+$" "$work/err" ||
+      { cat "$work/err"; fail "no row for $p"; }
+  done
+  # The same as JSON, after the program's output; --export-json alone keeps stdout the program's.
+  expect_status 0 "$pipespin" run -s --json -- sh -c "$summary_cmd"
+  head -1 "$work/out" | cmp - "$work/plain.out" || fail "the program's output is not first"
+  tail -1 "$work/out" >"$work/summary.json"
+  expect_not_in "$work/err" "pipespin summary for"
+  expect_status 0 "$pipespin" run -s --export-json "$work/export.json" -- sh -c "$summary_cmd"
+  cmp "$work/plain.out" "$work/out" || fail "--export-json changed the program's output"
+  expect_in "$work/err" "pipespin summary for"
+  python3 - "$work/summary.json" "$work/export.json" <<'PY2' || fail "bad run --summary --json"
+import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    assert d["command"] == ["sh", "-c", "seq 100000 | sort | uniq -c | wc -l"], d["command"]
+    assert d["exit"] == {"status": 0, "signal": None, "signal_name": None}, d["exit"]
+    p = {x["program"]: x for x in d["programs"]}
+    assert set(p) >= {"sh", "seq", "sort", "uniq", "wc"}, list(p)
+    assert d["total"]["processes"] == sum(x["processes"] for x in d["programs"]), d["total"]
+    assert d["total"]["calls"] == sum(x["calls"] for x in d["programs"]), d["total"]
+PY2
+  # A statistics file the user named gets the lines, and only the run's are read.
+  echo '{"not": "a line"}' >"$work/mine.jsonl"
+  PIPESPIN_STATS="$work/mine.jsonl" expect_status 0 "$pipespin" run -s --json -- sh -c 'echo x | cat'
+  [ "$(grep -c '"event":"exit"' "$work/mine.jsonl")" -ge 2 ] || fail "the user's file has not the lines"
+  python3 - "$work/out" <<'PY2' || fail "the user's file"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+d = json.loads(lines[-1])
+assert d["lines"] >= 2 and {x["program"] for x in d["programs"]} >= {"cat"}, d
+PY2
+  expect_status 2 "$pipespin" run --json -- true
+  expect_in "$work/err" "go with --summary or --print-config"
+  expect_status 127 "$pipespin" run -s -- /nonexistent/cmd
+  expect_in "$work/err" "cannot execute '/nonexistent/cmd'"
+}
+
+case_run_summary_failing() {
+  expect_status 3 "$pipespin" run --summary -- sh -c 'echo out; echo err >&2; exit 3'
+  [ "$(cat "$work/out")" = out ] || fail "stdout: $(cat "$work/out")"
+  head -1 "$work/err" | grep -qx err || fail "the program's stderr is not first"
+  expect_in "$work/err" "(exited with status 3, "
+  [ "$(grep -c '^ pipespin summary for ' "$work/err")" = 1 ] || fail "not one table"
+}
+
+case_run_summary_signal() {
+  # A child killed by a signal: said, and pipespin dies of the same signal
+  # (a shell sees 128+15), without a core file.
+  ( cd "$work" && "$pipespin" run --summary -- sh -c 'echo x | cat; kill -TERM $$' >"$work/out" 2>"$work/err" )
+  local got=$?
+  [ "$got" = 143 ] || { cat "$work/err"; fail "exit $got, expected 143 (SIGTERM)"; }
+  expect_in "$work/out" "x"
+  expect_in "$work/err" "(killed by signal 15 (Terminated), "
+  expect_in "$work/err" "pipespin: sh was killed by signal 15 (Terminated)"
+  [ "$(grep -c '^ pipespin summary for ' "$work/err")" = 1 ] || fail "not one table"
+  expect_in "$work/err" "  cat "
+  "$pipespin" run -s --json -- sh -c 'kill -KILL $$' >"$work/out" 2>"$work/err"
+  got=$?
+  [ "$got" = 137 ] || fail "exit $got, expected 137 (SIGKILL)"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"]=={"status":None,"signal":9,"signal_name":"SIGKILL"}, d' "$work/out" ||
+    fail "the JSON's exit"
+  ! ls "$work"/core* >/dev/null 2>&1 || fail "a core file"
+}
+
+# A bad PIPESPIN_ value is said once for the whole tree: by run, which
+# checked it, and by no process of the tree.
+case_run_warns_once() {
+  PIPESPIN_MODE=bogus expect_status 0 "$pipespin" run -- sh -c 'seq 10 | xargs -n1 echo'
+  [ "$(wc -l <"$work/out")" = 10 ] || fail "the program's output"
+  [ "$(grep -c "PIPESPIN_MODE: bad value 'bogus'" "$work/err")" = 1 ] ||
+    { cat "$work/err"; fail "not one warning"; }
+  expect_in "$work/err" "pipespin: warning: PIPESPIN_MODE: bad value 'bogus'"
+  [ "$(wc -l <"$work/err")" = 1 ] || { cat "$work/err"; fail "other lines"; }
+  # A process that changes the value warns again: the marker no longer matches.
+  PIPESPIN_MODE=bogus expect_status 0 "$pipespin" run -- sh -c 'PIPESPIN_MODE=worse /bin/true'
+  [ "$(grep -c "PIPESPIN_MODE: bad value 'worse'" "$work/err")" = 1 ] || { cat "$work/err"; fail "no warning for a new value"; }
+  # Without run, each process says it (capped per process), naming itself.
+  PIPESPIN_MODE=bogus LD_PRELOAD="$library" sh -c 'seq 3 | cat' >"$work/out" 2>"$work/err"
+  [ "$(grep -c "PIPESPIN_MODE: bad value 'bogus'" "$work/err")" -ge 3 ] || { cat "$work/err"; fail "per process"; }
+  grep -qE "^pipespin\[seq:[0-9]+\]: warning: PIPESPIN_MODE: bad value 'bogus'" "$work/err" ||
+    { cat "$work/err"; fail "a line does not name its program and pid"; }
+}
+
 case_run_keeps_preload() {
   # ld.so complains on stderr about the missing entries and goes on.
   LD_PRELOAD="/nonexistent/liba.so /nonexistent/libb.so" \

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/resolved.h"
+#include "cli/util/json.h"
 #include "cli/util/text.h"
 #include "core/config.h"
 
@@ -113,15 +114,16 @@ Action define_check_config(CLI::App& app) {
     struct Values {
         std::optional<std::string> program;
         bool example = false;
+        JsonOutput json;
         std::vector<std::string> files;
     };
     auto v = std::make_shared<Values>();
     app.description(
         "Read FILE as libpipespin.so would (the same parser and checks) and print every "
         "option's resolved value and where it came from (default or FILE:LINE), for NAME's "
-        "[program] sections when given, else for [global] only. Problems go to stderr; the "
-        "exit status is 1 if there was any. The environment is not consulted (see run "
-        "--print-config).\n"
+        "[program] sections when given, else for [global] only. Problems go to stderr (an "
+        "unknown key with the nearest known one: did you mean); the exit status is 1 if "
+        "there was any. The environment is not consulted (see run --print-config).\n"
         "--example prints a config file documenting every option with its default "
         "(preload.conf.example).");
     app.add_option("--program", v->program,
@@ -129,10 +131,12 @@ Action define_check_config(CLI::App& app) {
         ->type_name("NAME");
     app.add_flag("--example", v->example,
                  "print a config file that documents every option, instead of checking one");
+    add_json_options(app, v->json, "the resolved table and the problems");
     app.add_option("FILE", v->files, "the config file to check")->type_name("FILE");
     return [v](Args) {
         if (v->example) {
             if (!v->files.empty()) throw UsageError("check-config: --example takes no FILE");
+            if (v->json.wanted()) throw UsageError("check-config: --example is a file, not JSON");
             std::fputs(example_text().c_str(), stdout);
             return kExitOk;
         }
@@ -147,7 +151,7 @@ Action define_check_config(CLI::App& app) {
         const ProgramId id = v->program ? program_id_for(*v->program, names) : ProgramId{};
         const ConfigCheck c =
             check_config(file, true, id, nullptr, nullptr, static_cast<unsigned>(::geteuid()));
-        return print_resolved(c, file, id);
+        return print_resolved(c, file, id, v->json, "check-config");
     };
 }
 
