@@ -158,6 +158,78 @@ EOF
   has '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: '
 }
 
+# Every line names its program and pid: "pipespin[PROG:PID]: LEVEL: TEXT".
+case_log_prefix() {
+  shim PIPESPIN_MODE=bogus PIPESPIN_LOG=info -- "$pingpong" 200
+  # One start-up warning (the helper forks after it), two exit reports.
+  [[ $(count "^pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE: bad value 'bogus'") -eq 1 ]] ||
+    fail "not one warning naming its program"
+  local pids
+  pids=$(grep -oE '^pipespin\[e2e_pingpong:[0-9]+\]: info: exit pid=[0-9]+ read' "$work/err" |
+    sed -E 's/^pipespin\[e2e_pingpong:([0-9]+)\]: info: exit pid=([0-9]+) read/\1 \2/')
+  [[ $(wc -l <<<"$pids") -eq 2 ]] || fail "not two exit reports"
+  while read -r a b; do [[ $a == "$b" ]] || fail "the prefix's pid $a is not the process's $b"; done <<<"$pids"
+  [[ $(cut -d' ' -f1 <<<"$pids" | sort -u | wc -l) -eq 2 ]] || fail "both processes gave one pid"
+}
+
+# Under systemd, stderr is the journal's stream when JOURNAL_STREAM names
+# its device and inode: each line then starts with its priority.
+case_journal() {
+  : >"$work/err"
+  local stream
+  stream=$(stat -c '%d:%i' "$work/err")
+  LD_PRELOAD="$lib" JOURNAL_STREAM="$stream" PIPESPIN_MODE=bogus PIPESPIN_LOG=info \
+    "$pingpong" 200 >"$work/out" 2>>"$work/err" || fail "the program failed"
+  [[ $(count "^<4>pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE: bad value 'bogus'") -eq 1 ]] ||
+    fail "warnings do not begin with <4>"
+  [[ $(count '^<6>pipespin\[e2e_pingpong:[0-9]+\]: info: exit pid=[0-9]+ read: ') -eq 2 ]] ||
+    fail "info lines do not begin with <6>"
+  hasnt '^pipespin'
+  # Another file's device and inode (the variable inherited by a program
+  # whose stderr is not the journal): no prefix.
+  : >"$work/other"
+  shim JOURNAL_STREAM="$(stat -c '%d:%i' "$work/other")" PIPESPIN_MODE=bogus -- "$pingpong" 200
+  hasnt '^<'
+  has "^pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE"
+}
+
+# log_file=syslog:PATH: each message is one datagram on the syslog socket
+# PATH (a socket this test owns), as syslog(3) writes it; nothing on stderr.
+case_syslog() {
+  python3 - "$lib" "$pingpong" "$work" <<'PY2' || fail "syslog"
+import os, re, socket, subprocess, sys
+lib, pingpong, work = sys.argv[1:]
+path = os.path.join(work, "log.sock")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+env = dict(os.environ, LD_PRELOAD=lib, PIPESPIN_LOG_FILE="syslog:" + path,
+           PIPESPIN_MODE="bogus", PIPESPIN_LOG="info")
+p = subprocess.run([pingpong, "200"], env=env, capture_output=True, text=True, timeout=60)
+assert p.returncode == 0, p
+assert p.stderr == "", p.stderr
+s.settimeout(1)
+got = []
+try:
+    while True:
+        got.append(s.recv(65536).decode())
+except socket.timeout:
+    pass
+head = r"^<(\d+)>[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d pipespin\[(\d+)\]: e2e_pingpong: "
+warn = [m for m in (re.match(head + r"warning: PIPESPIN_MODE: bad value 'bogus'", d) for d in got) if m]
+info = [m for m in (re.match(head + r"info: exit pid=(\d+) read: ", d) for d in got) if m]
+assert len(warn) == 1 and all(m.group(1) == "12" for m in warn), got  # user.warning
+assert len(info) == 2 and all(m.group(1) == "14" and m.group(2) == m.group(3) for m in info), got
+assert all("\n" not in d for d in got), got
+# No such socket: the lines go to stderr, with one warning saying so.
+env["PIPESPIN_LOG_FILE"] = "syslog:" + os.path.join(work, "none.sock")
+p = subprocess.run([pingpong, "200"], env=env, capture_output=True, text=True, timeout=60)
+assert p.returncode == 0, p
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: warning: cannot send to the syslog socket", p.stderr)) == 1, p.stderr
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: warning: PIPESPIN_MODE", p.stderr)) == 1, p.stderr
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: info: exit pid=\d+ read: ", p.stderr)) == 2, p.stderr
+PY2
+}
+
 # log_dest PATH WHY: PATH as log_file is refused: the program finishes (a
 # hang is a failure, not a timeout of the suite), its start-up warning and
 # both processes' exit reports are on stderr, with one warning saying why.
