@@ -1269,6 +1269,66 @@ case_ab_plot() {
   [ "$(head -c 4 "$work/ab.png" | tail -c 3)" = PNG ] || fail "ab.gp drew no PNG"
 }
 
+# Every reporting command takes --json (the document on stdout) and
+# --export-json FILE (the same document in FILE), and each document is
+# valid against its schema in docs/.
+case_json_schemas() {
+  local v="$(dirname "$0")/validate_json.py"
+  python3 "$ab_lines" advise 1 >"$work/adv.jsonl"
+  printf 'spin_us = 70\n' >"$work/c.conf"
+  chmod 644 "$work/c.conf"
+  # check_json SCHEMA STATUS COMMAND... (the word @J where the flag goes)
+  check_json() {
+    local schema=$1 status=$2 w
+    shift 2
+    local json=() export=()
+    for w in "$@"; do
+      if [ "$w" = @J ]; then json+=(--json); export+=(--export-json "$work/exported.json")
+      else json+=("$w"); export+=("$w"); fi
+    done
+    expect_status "$status" "${json[@]}"
+    python3 "$v" "$schema" "$work/out" || fail "'${json[*]}' is not valid against $schema"
+    cp "$work/out" "$work/printed.json"
+    expect_status "$status" "${export[@]}"
+    python3 "$v" "$schema" "$work/exported.json" || fail "'${export[*]}' is not valid"
+  }
+  check_json stats-report.schema.json 0 "$pipespin" stats @J "$work/adv.jsonl"
+  cmp "$work/printed.json" "$work/exported.json" || fail "stats: --json and --export-json differ"
+  grep -q '^program ' "$work/out" || fail "stats --export-json: no table on stdout"
+  check_json stats-compare.schema.json 0 "$pipespin" stats --compare @J "$work/adv.jsonl"
+  check_json stats-advise.schema.json 0 "$pipespin" stats --advise @J "$work/adv.jsonl"
+  check_json config.schema.json 0 "$pipespin" check-config @J "$work/c.conf"
+  PIPESPIN_CONFIG="$work/c.conf" check_json config.schema.json 0 "$pipespin" run --print-config @J -- cat
+  check_json ab.schema.json 0 "$pipespin" ab -n 2 --warmup 0 @J -- true
+  check_json pingpong.schema.json 0 "$pipespin" pingpong --iterations 200 --rounds 1 @J
+  expect_status 0 "$pipespin" run --summary --json -- sh -c 'echo x | cat >/dev/null'
+  python3 "$v" run-summary.schema.json "$work/out" || fail "run --summary --json"
+  expect_status 3 "$pipespin" run -s --export-json "$work/run.json" -- sh -c 'exit 3'
+  python3 "$v" run-summary.schema.json "$work/run.json" || fail "run --summary --export-json"
+  # The shim's own lines keep their schema (docs/stats.schema.json).
+  python3 "$validate" "$work/adv.jsonl" >/dev/null || fail "stats lines"
+  # A file that cannot be written is an error.
+  expect_status 1 "$pipespin" stats --export-json "$work/no/such/dir.json" "$work/adv.jsonl"
+  expect_in "$work/err" "cannot write --export-json"
+}
+
+# An unknown key gets the nearest known one.
+case_check_config_suggest() {
+  printf '%s\n' 'spin-us = 70' 'mdoe = fixed' 'frobnicate = 1' >"$work/typo.conf"
+  chmod 644 "$work/typo.conf"
+  expect_status 1 "$pipespin" check-config "$work/typo.conf"
+  expect_in "$work/err" "$work/typo.conf:1: unknown key 'spin-us'; ignored; did you mean 'spin_us'?"
+  expect_in "$work/err" "$work/typo.conf:2: unknown key 'mdoe'; ignored; did you mean 'mode'?"
+  expect_in "$work/err" "$work/typo.conf:3: unknown key 'frobnicate'; ignored"
+  expect_not_in "$work/err" "'frobnicate'; ignored; did you mean"
+  expect_status 1 "$pipespin" check-config --json "$work/typo.conf"
+  python3 - "$work/out" <<'PY2' || fail "the problems in --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["problem_count"] == 3 and "did you mean 'spin_us'?" in d["problems"][0], d["problems"]
+PY2
+}
+
 # ---- check-config and run --print-config --------------------------------------
 
 case_check_config() {
