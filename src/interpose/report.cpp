@@ -264,8 +264,8 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
     // Inside a program's call only raw syscalls: no dlopen, no lock, no
     // cancellation point (the line is the same).
     LogFn fn = may_load ? sink() : nullptr;
-    log_abi::Record record{fd, static_cast<int>(level), 0, sys::own(SYS_getpid),
-                           program_name(), message, socket};
+    log_abi::Record record{
+        fd, static_cast<int>(level), 0, sys::own(SYS_getpid), program_name(), message, socket};
     if (fd == log_abi::kSyslog) {
         if (fn == nullptr || fn(&record) != 0) unusable_syslog(socket, level, message);
         return;

@@ -88,12 +88,12 @@ inline constexpr unsigned kJournalPrefix = 1;
 inline constexpr const char* kSyslogPath = "/dev/log";
 
 struct Record {
-    int fd;               // the destination, or kSyslog
-    int level;            // a level value above
-    unsigned flags;       // kJournalPrefix
-    long pid;             // the process's
-    const char* program;  // program_invocation_short_name ("" if none)
-    const char* message;  // one line, no newline
+    int fd;                   // the destination, or kSyslog
+    int level;                // a level value above
+    unsigned flags;           // kJournalPrefix
+    long pid;                 // the process's
+    const char* program;      // program_invocation_short_name ("" if none)
+    const char* message;      // one line, no newline
     const char* syslog_path;  // for kSyslog: the socket
 };
 

@@ -267,20 +267,19 @@ Chart ab_chart(const ArmRuns (&arms)[2], const RatioTest& t, const AbArgs& a) {
             "pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI [{:.3f}, {:.3f}]: {}",
             shell_join(a.command).substr(0, 60), arms[0].wall_ms.size(), t.ratio, t.ci_low,
             t.ci_high, t.verdict),
-        .commands =
-            std::string(log_axis ? "set logscale y\n"
-                                   "set ylabel 'wall time per run (ms, log scale)'\n"
-                                 : "set ylabel 'wall time per run (ms)'\n") +
-            "set xrange [0.4:2.8]\n"
-            "set offsets 0, 0, graph 0.05, 0\n"
-            "set grid ytics\n"
-            "set style fill solid 0.25 border -1\n"
-            "set boxwidth 0.4 absolute\n"
-            "unset key\n"
-            "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
-            "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
-            "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
-            "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
+        .commands = std::string(log_axis ? "set logscale y\n"
+                                           "set ylabel 'wall time per run (ms, log scale)'\n"
+                                         : "set ylabel 'wall time per run (ms)'\n") +
+                    "set xrange [0.4:2.8]\n"
+                    "set offsets 0, 0, graph 0.05, 0\n"
+                    "set grid ytics\n"
+                    "set style fill solid 0.25 border -1\n"
+                    "set boxwidth 0.4 absolute\n"
+                    "unset key\n"
+                    "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
+                    "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
+                    "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
+                    "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
     };
 }
 
@@ -405,9 +404,10 @@ int ab_run(const AbArgs& a) {
     // hyperfine's line only where the verdict backs it: "1.02 ± 0.05 times
     // faster" above "no significant difference" reads as a result.
     if (t.verdict == kNoDifference)
-        fmt::print("  treatment and control: no significant difference (ratio of means {:.2f} "
-                   "± {:.2f})\n",
-                   treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma);
+        fmt::print(
+            "  treatment and control: no significant difference (ratio of means {:.2f} "
+            "± {:.2f})\n",
+            treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma);
     else
         fmt::print("  {} ran\n    {:.2f} times faster than {} (ratio of medians)\n",
                    t.verdict == kFaster ? "treatment" : "control",

@@ -102,14 +102,10 @@ Json pingpong_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Ar
     };
     Json configurations = Json::array();
     for (const Arm& arm : arms) configurations.push_back(object(arm));
-    return {{"benchmark", "pingpong"},
-            {"peers", a.threads ? "threads" : "processes"},
-            {"iterations", a.iterations},
-            {"rounds", a.rounds},
-            {"spin_us", spin_us},
-            {"usable_cpus", sys::usable_cpus()},
-            {"library", library},
-            {"configurations", std::move(configurations)},
+    return {{"benchmark", "pingpong"},    {"peers", a.threads ? "threads" : "processes"},
+            {"iterations", a.iterations}, {"rounds", a.rounds},
+            {"spin_us", spin_us},         {"usable_cpus", sys::usable_cpus()},
+            {"library", library},         {"configurations", std::move(configurations)},
             {"floor", object(floor)}};
 }
 

@@ -68,8 +68,7 @@ int print_run_config(Args cmd,
         &env, static_cast<unsigned>(::geteuid()));
     const bool absent =
         !must_exist && !c.file_read && c.problem_count == 0 && ::access(file.c_str(), F_OK) != 0;
-    return print_resolved(c, absent ? std::string_view{} : std::string_view(file), id, json,
-                          "run");
+    return print_resolved(c, absent ? std::string_view{} : std::string_view(file), id, json, "run");
 }
 
 // The PIPESPIN_* variables CMD's processes will read, checked here once:

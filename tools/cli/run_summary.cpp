@@ -138,10 +138,10 @@ Json row_json(const Row& r) {
             {"waits", c.waits},
             {"spins", c.spins},
             {"spin_hits", c.spin_hits},
-            {"hit_rate", c.spins == 0 ? Json(nullptr)
-                                      : json_number(static_cast<double>(c.spin_hits) /
-                                                        static_cast<double>(c.spins),
-                                                    4)},
+            {"hit_rate",
+             c.spins == 0
+                 ? Json(nullptr)
+                 : json_number(static_cast<double>(c.spin_hits) / static_cast<double>(c.spins), 4)},
             {"sleeps_avoided", c.spin_hits},
             {"spin_ms", json_number(static_cast<double>(c.spin_ns) / 1e6, 3)},
             {"sleep_ms", json_number(static_cast<double>(c.sleep_ns) / 1e6, 3)}};
@@ -167,8 +167,7 @@ Json exit_json(int status) {
             {"signal_name", nullptr}};
 }
 
-void report(Args cmd, int status, double wall_s, const std::string& text,
-            const JsonOutput& json) {
+void report(Args cmd, int status, double wall_s, const std::string& text, const JsonOutput& json) {
     LoadedStats st;
     add_stats_text(st, text, "the run's statistics");
     std::map<std::string, Row> rows;
@@ -182,12 +181,9 @@ void report(Args cmd, int status, double wall_s, const std::string& text,
         total.total += r.counters.total();
     }
     std::vector<std::string> words(cmd.begin(), cmd.end());
-    Json doc = {{"command", words},
-                {"exit", exit_json(status)},
-                {"wall_s", json_number(wall_s, 6)},
-                {"lines", st.lines},
-                {"programs", Json::array()},
-                {"total", row_json(total)}};
+    Json doc = {
+        {"command", words},  {"exit", exit_json(status)}, {"wall_s", json_number(wall_s, 6)},
+        {"lines", st.lines}, {"programs", Json::array()}, {"total", row_json(total)}};
     for (const auto& [name, row] : rows) doc["programs"].push_back(row_json(row));
     if (!emit_json("run", json, doc)) return;
     fmt::print(stderr, "\n pipespin summary for {} ({}, {:.3f} s):\n\n", shell_join(words),
@@ -214,7 +210,7 @@ void report(Args cmd, int status, double wall_s, const std::string& text,
     const int sig = WTERMSIG(status);
     std::fflush(stdout);
     std::fflush(stderr);
-    const struct rlimit none {0, 0};
+    const struct rlimit none { 0, 0 };
     ::setrlimit(RLIMIT_CORE, &none);
     ::signal(sig, SIG_DFL);
     sigset_t set;
@@ -235,11 +231,13 @@ int run_with_summary(Args cmd, const JsonOutput& json, void (*ready)()) {
     // Ignored only after the fork: an ignored signal stays ignored across
     // exec, and CMD must get the terminal's ^C as it would without us.
     struct sigaction old[std::size(kIgnored)];
-    for (std::size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], nullptr, &old[i]);
+    for (std::size_t i = 0; i < std::size(kIgnored); ++i)
+        ::sigaction(kIgnored[i], nullptr, &old[i]);
     const pid_t pid = start(cmd);
     for (int sig : kIgnored) ::signal(sig, SIG_IGN);
     const int status = wait_for(pid);
-    for (std::size_t i = 0; i < std::size(kIgnored); ++i) ::sigaction(kIgnored[i], &old[i], nullptr);
+    for (std::size_t i = 0; i < std::size(kIgnored); ++i)
+        ::sigaction(kIgnored[i], &old[i], nullptr);
     const double wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     std::fflush(stdout);

@@ -92,7 +92,8 @@ int stats_run(const std::vector<std::string>& files, StatsMode mode, const Compa
                 {"groups", Json::array()},
                 {"arms", Json::array()}};
     for (const StatsGroup& g : groups) doc["groups"].push_back(group_json(g));
-    for (const std::string& arm : arms) doc["arms"].push_back(group_json(total_of(st.records, arm)));
+    for (const std::string& arm : arms)
+        doc["arms"].push_back(group_json(total_of(st.records, arm)));
     if (!emit_json("stats", ca.json, doc)) return kExitOk;
     fmt::print("{:<16} {:<9} {:>6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}\n",
                "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %", "avoided",

@@ -333,8 +333,8 @@ Json arm_json(const CaseRun& r, std::size_t i) {
               {"figure", sample_list(a, [](const Sample& s) { return json_number(s.figure, 4); })}};
     if (r.spec.switch_marks.on())
         o["placement"] = sample_list(a, [&](const Sample& s) {
-            return Json(placement_name(
-                placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
+            return Json(
+                placement_name(placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
         });
     if (r.spec.figure == Figure::PlacedUsPerOp) {
         o["same_cpu"] = sample_list(a, [](const Sample& s) { return Json(s.same_cpu); });
@@ -355,7 +355,8 @@ Json case_json(const Report& rep, const CaseRun& r) {
     Json groups = Json::array();
     for (const RoundGroup& g : r.groups) {
         Json medians = Json::object();
-        for (std::size_t i : rep.arms) medians[std::string(kArms[i].name)] = json_number(g.median[i], 4);
+        for (std::size_t i : rep.arms)
+            medians[std::string(kArms[i].name)] = json_number(g.median[i], 4);
         groups.push_back({{"name", g.name}, {"rounds", g.rounds}, {"median", std::move(medians)}});
     }
     return {{"id", r.spec.id},
@@ -404,26 +405,27 @@ std::string json(const Report& rep) {
     for (const CaseRun& r : rep.runs) cases.push_back(case_json(rep, r));
     for (const Check& c : acceptance(rep)) checks.push_back(check_json(c));
     for (std::size_t i : rep.arms) arms.push_back(kArms[i].name);
-    const Json doc = {{"benchmark", "matrix"},
-                      {"command", rep.command},
-                      {"date", rep.host.date},
-                      {"system", rep.host.system},
-                      {"cpu_model", rep.host.cpu_model},
-                      {"online_cpus", rep.host.online_cpus},
-                      {"usable_cpus", rep.host.usable_cpus},
-                      {"load_before", rep.host.load_before},
-                      {"load_after", rep.host.load_after},
-                      {"library", rep.library},
-                      {"empty_library", rep.empty_library ? Json(*rep.empty_library) : Json(nullptr)},
-                      {"bss_bytes", rep.bss_bytes ? Json(*rep.bss_bytes) : Json(nullptr)},
-                      {"spin_us", rep.spin_us},
-                      {"rounds", rep.args->rounds},
-                      {"quick", rep.args->quick},
-                      {"elapsed_s", json_number(rep.elapsed_s, 1)},
-                      {"arms", std::move(arms)},
-                      {"notes", rep.notes},
-                      {"cases", std::move(cases)},
-                      {"acceptance", std::move(checks)}};
+    const Json doc = {
+        {"benchmark", "matrix"},
+        {"command", rep.command},
+        {"date", rep.host.date},
+        {"system", rep.host.system},
+        {"cpu_model", rep.host.cpu_model},
+        {"online_cpus", rep.host.online_cpus},
+        {"usable_cpus", rep.host.usable_cpus},
+        {"load_before", rep.host.load_before},
+        {"load_after", rep.host.load_after},
+        {"library", rep.library},
+        {"empty_library", rep.empty_library ? Json(*rep.empty_library) : Json(nullptr)},
+        {"bss_bytes", rep.bss_bytes ? Json(*rep.bss_bytes) : Json(nullptr)},
+        {"spin_us", rep.spin_us},
+        {"rounds", rep.args->rounds},
+        {"quick", rep.args->quick},
+        {"elapsed_s", json_number(rep.elapsed_s, 1)},
+        {"arms", std::move(arms)},
+        {"notes", rep.notes},
+        {"cases", std::move(cases)},
+        {"acceptance", std::move(checks)}};
     return json_text(doc) + "\n";
 }
 

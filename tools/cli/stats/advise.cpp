@@ -49,7 +49,8 @@ double quantile_edge(const WaitHist& h, int from, int to, double share) {
     std::uint64_t seen = 0;
     for (int b = from; b <= to; ++b) {
         seen += h.n[b];
-        if (static_cast<double>(seen) >= share * static_cast<double>(total)) return bucket_high_us(b);
+        if (static_cast<double>(seen) >= share * static_cast<double>(total))
+            return bucket_high_us(b);
     }
     return bucket_high_us(to);
 }
@@ -192,7 +193,8 @@ int advise_stats(const LoadedStats& st, const CompareArgs& args,
         if (!a.note.empty()) text += comment(a.note);
         if (!a.suggestions.empty()) {
             text += fmt::format("[program {}]\n", a.program);
-            for (const Suggestion& s : a.suggestions) text += fmt::format("{} = {}\n", s.key, s.value);
+            for (const Suggestion& s : a.suggestions)
+                text += fmt::format("{} = {}\n", s.key, s.value);
         }
         const MeasureResult& w = a.group->measures.front();
         programs.push_back({{"program", a.program},

@@ -37,6 +37,7 @@ struct Advice {
 std::vector<Advice> advise(const LoadedStats& st, const Comparison& cmp);
 // Prints the config file (and/or JSON as a.json asks); throws Failure when
 // no process ran in an arm.
-int advise_stats(const LoadedStats& st, const CompareArgs& a, const std::vector<std::string>& files);
+int advise_stats(const LoadedStats& st, const CompareArgs& a,
+                 const std::vector<std::string>& files);
 
 }  // namespace pipespin::cli

@@ -342,8 +342,8 @@ Comparison compare(const LoadedStats& st, const CompareArgs& a) {
     primary.primary = true;
     for (const CompareGroup& g : out.groups)
         for (const MeasureResult& r : g.measures) out.family += !r.primary && testable(r);
-    out.family_confidence = out.family > 0 ? 1 - kFamilyAlpha / static_cast<double>(out.family)
-                                           : kBootstrapConfidence;
+    out.family_confidence =
+        out.family > 0 ? 1 - kFamilyAlpha / static_cast<double>(out.family) : kBootstrapConfidence;
     for (CompareGroup& g : out.groups)
         for (MeasureResult& r : g.measures) {
             if (!testable(r)) continue;

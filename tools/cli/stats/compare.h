@@ -61,8 +61,8 @@ struct CompareGroup {
     bool relative = false;  // (all): each program relative to its control median
     std::size_t samples[2] = {};
     std::size_t processes = 0, periods = 0;
-    std::size_t partial = 0;       // periods left out: shorter than half of ab_period
-    WaitHist waits[2][kWaitEnds];  // summed over the arm's samples
+    std::size_t partial = 0;              // periods left out: shorter than half of ab_period
+    WaitHist waits[2][kWaitEnds];         // summed over the arm's samples
     std::vector<MeasureResult> measures;  // kMeasures' order; [0] wall per call
     bool too_few() const {
         return samples[kControl] < kCompareMinSamples || samples[kTreatment] < kCompareMinSamples;

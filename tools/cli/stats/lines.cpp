@@ -162,7 +162,8 @@ void add_stats_text(LoadedStats& out, std::string_view text, std::string_view na
         ++out.lines;
         std::string why;
         std::optional<Json> parsed = parse_json(line, &why);
-        if (parsed && (json_member(*parsed, "pid") == nullptr || json_member(*parsed, "pipe") == nullptr))
+        if (parsed &&
+            (json_member(*parsed, "pid") == nullptr || json_member(*parsed, "pipe") == nullptr))
             why = "not a stats line";
         if (!parsed || !why.empty()) {
             if (out.bad_lines++ == 0)
@@ -281,7 +282,8 @@ Json waits_json(const WaitHist (&w)[kWaitEnds]) {
     Json out = Json::object();
     for (int e = 0; e < kWaitEnds; ++e)
         out[std::string(wait_end_name(static_cast<WaitEnd>(e)))] = {
-            {"ns", w[e].ns}, {"log2", std::vector<std::uint64_t>(std::begin(w[e].n), std::end(w[e].n))}};
+            {"ns", w[e].ns},
+            {"log2", std::vector<std::uint64_t>(std::begin(w[e].n), std::end(w[e].n))}};
     return out;
 }
 
