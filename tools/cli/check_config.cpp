@@ -29,24 +29,9 @@ constexpr std::string_view kFormatHelp =
     "'#' starts a comment at the start of a line or after a blank. Keys are the "
     "option names below; PIPESPIN_<KEY> in the environment overrides them.";
 
-// wrap()'s lines, indented by `indent` (>= 1), as comment lines: the first
-// column of the indent becomes the '#'.
-void comment_lines(std::string& out, std::string_view text, std::size_t indent) {
-    const std::string w = wrap(text, indent, 79);
-    std::string_view rest = w;
-    while (!rest.empty()) {
-        std::size_t nl = rest.find('\n');
-        if (nl == std::string_view::npos) nl = rest.size();
-        out.push_back('#');
-        out.append(rest.substr(1, nl - 1));
-        out.push_back('\n');
-        rest.remove_prefix(nl < rest.size() ? nl + 1 : nl);
-    }
-}
-
 std::string example_text() {
     std::string out;
-    auto para = [&](std::string_view text) { comment_lines(out, text, 2); };
+    auto para = [&](std::string_view text) { out += comment_lines(text, 2); };
     out += "# pipespin configuration: /etc/pipespin.conf, or the file PIPESPIN_CONFIG names\n";
     out += "# (PIPESPIN_CONFIG set but empty: no file at all).\n#\n";
     para(kFormatHelp);
@@ -93,7 +78,7 @@ std::string example_text() {
         out +=
             std::string(head.size() + tail.size() < 78 ? 79 - head.size() - tail.size() : 1, ' ');
         out += tail + "\n";
-        comment_lines(out, spec.help, 4);
+        out += comment_lines(spec.help, 4);
         out += fmt::format("{} ={}{}\n", spec.name, def.empty() ? "" : " ", def);
     }
     out +=

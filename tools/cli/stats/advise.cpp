@@ -117,20 +117,8 @@ void budget_advice(Advice& a, const CompareGroup& g) {
                      hit.count(), spins, p99, a.spin_us)});
 }
 
-// `text` as comment lines of at most 79 columns.
 std::string comment(std::string_view text) {
-    std::string out;
-    const std::string w = wrap(text, 2, 79);
-    std::string_view rest = w;
-    while (!rest.empty()) {
-        std::size_t nl = rest.find('\n');
-        if (nl == std::string_view::npos) nl = rest.size();
-        out += "#";
-        out.append(rest.substr(1, nl - 1));
-        out += "\n";
-        rest.remove_prefix(nl < rest.size() ? nl + 1 : nl);
-    }
-    return out;
+    return comment_lines(text, 2);
 }
 
 }  // namespace
