@@ -209,8 +209,10 @@ case_run_summary_failing() {
 case_run_summary_signal() {
   # A child killed by a signal: said, and pipespin dies of the same signal
   # (a shell sees 128+15), without a core file.
-  ( cd "$work" && "$pipespin" run --summary -- sh -c 'echo x | cat; kill -TERM $$' >"$work/out" 2>"$work/err" )
+  mkdir "$work/tmp"
+  ( cd "$work" && TMPDIR="$work/tmp" "$pipespin" run --summary -- sh -c 'echo x | cat; kill -TERM $$' >"$work/out" 2>"$work/err" )
   local got=$?
+  [ -z "$(ls -A "$work/tmp")" ] || fail "the private statistics file was left behind: $(ls -A "$work/tmp")"
   [ "$got" = 143 ] || { cat "$work/err"; fail "exit $got, expected 143 (SIGTERM)"; }
   expect_in "$work/out" "x"
   expect_in "$work/err" "(killed by signal 15 (Terminated), "

@@ -266,7 +266,9 @@ case_readme_one_program() {
   PATH="$p/bin:/usr/bin:/bin" bash -euo pipefail "$work/snippet.sh" >"$work/out" 2>"$work/err" ||
     { cat "$work/err" >&2; fail "the one-program snippet failed"; }
   expect_in "$work/out" "Total time"
-  expect_in "$work/err" "]: info: exit pid="
+  # The second run's summary: one table, perf's row in it.
+  expect_in "$work/err" " pipespin summary for perf bench sched pipe -l 2000 (exited with status 0, "
+  grep -qE '^  perf +2 +[0-9]+ ' "$work/err" || { cat "$work/err" >&2; fail "no row for perf"; }
 }
 
 # The Environment= assignments of a systemd drop-in, one NAME=VALUE a line

@@ -224,24 +224,27 @@ void report(Args cmd, int status, double wall_s, const std::string& text, const 
 }  // namespace
 
 int run_with_summary(Args cmd, const JsonOutput& json, void (*ready)()) {
-    const TempDir tmp("pipespin-run");
-    const LineSource source = choose_source(tmp);
-    ready();
-    const auto begin = std::chrono::steady_clock::now();
-    // Ignored only after the fork: an ignored signal stays ignored across
-    // exec, and CMD must get the terminal's ^C as it would without us.
-    struct sigaction old[std::size(kIgnored)];
-    for (std::size_t i = 0; i < std::size(kIgnored); ++i)
-        ::sigaction(kIgnored[i], nullptr, &old[i]);
-    const pid_t pid = start(cmd);
-    for (int sig : kIgnored) ::signal(sig, SIG_IGN);
-    const int status = wait_for(pid);
-    for (std::size_t i = 0; i < std::size(kIgnored); ++i)
-        ::sigaction(kIgnored[i], &old[i], nullptr);
-    const double wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    std::fflush(stdout);
-    report(cmd, status, wall_s, read_from(source), json);
+    int status = 0;
+    {  // the private file goes before a signal is re-raised (no destructor runs then)
+        const TempDir tmp("pipespin-run");
+        const LineSource source = choose_source(tmp);
+        ready();
+        const auto begin = std::chrono::steady_clock::now();
+        // Ignored only after the fork: an ignored signal stays ignored across
+        // exec, and CMD must get the terminal's ^C as it would without us.
+        struct sigaction old[std::size(kIgnored)];
+        for (std::size_t i = 0; i < std::size(kIgnored); ++i)
+            ::sigaction(kIgnored[i], nullptr, &old[i]);
+        const pid_t pid = start(cmd);
+        for (int sig : kIgnored) ::signal(sig, SIG_IGN);
+        status = wait_for(pid);
+        for (std::size_t i = 0; i < std::size(kIgnored); ++i)
+            ::sigaction(kIgnored[i], &old[i], nullptr);
+        const double wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        std::fflush(stdout);
+        report(cmd, status, wall_s, read_from(source), json);
+    }
     if (WIFSIGNALED(status)) {
         fmt::print(stderr, "pipespin: {} was killed by signal {} ({})\n", printable(cmd[0]),
                    WTERMSIG(status), ::strsignal(WTERMSIG(status)));
