@@ -1066,6 +1066,23 @@ case_ab_plot() {
   python3 "$(dirname "$0")/check_chart.py" ab "$work/ab.gp" "$work/out" || fail "the chart is not the report"
   (cd "$work" && gnuplot ab.gp) || fail "gnuplot ab.gp"
   [ "$(head -c 4 "$work/ab.png" | tail -c 3)" = PNG ] || fail "ab.gp drew no PNG"
+  # The axis is logarithmic exactly when the medians differ more than 5x
+  # (here: 30 ms of sleep against a few ms of sh, however loaded the host).
+  python3 - "$work/out" "$work/ab.gp" <<'PY2' || fail "the axis does not follow the arms' spread"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, t = (d["arms"][a]["median_wall_ms"] for a in ("control", "treatment"))
+log = "set logscale y" in open(sys.argv[2]).read()
+assert log == (max(c / t, t / c) > 5), (c, t, log)
+PY2
+  expect_status 0 "$pipespin" ab -n 2 --warmup 0 --json --plot "$work/same.gp" -- true
+  python3 - "$work/out" "$work/same.gp" <<'PY2' || fail "the axis does not follow the arms' spread"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, t = (d["arms"][a]["median_wall_ms"] for a in ("control", "treatment"))
+log = "set logscale y" in open(sys.argv[2]).read()
+assert log == (max(c / t, t / c) > 5), (c, t, log)
+PY2
 }
 
 # ---- check-config and run --print-config --------------------------------------
