@@ -7,6 +7,7 @@ pipespin_packages=(
   g++ cmake make pkg-config          # build
   libfmt-dev libspdlog-dev catch2    # compiled-in logging, unit tests
   libcli11-dev                       # argument parsing of pipespin and pipespin-bench
+  nlohmann-json3-dev                 # JSON in pipespin and pipespin-bench (--json, stats lines)
   python3                            # tests parse JSON and drive e2e cases
   strace                             # tests/e2e: mode off makes no shim's syscalls
   python3-jsonschema                 # tests validate statistics lines (docs/stats.schema.json)

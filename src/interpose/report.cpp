@@ -1,6 +1,8 @@
 #include "interpose/report.h"
 
 #include <dlfcn.h>
+#include <errno.h>  // program_invocation_short_name
+#include <sys/stat.h>
 
 #include <atomic>
 #include <cstdio>
@@ -16,6 +18,8 @@ namespace {
 // The message library's contract (report/log_abi.h): its levels are ours
 // (LogLevel is made from its PIPESPIN_LOG_LEVELS).
 using log_abi::LogFn;
+
+extern "C" char** environ;
 
 std::atomic<std::uint32_t> g_level{static_cast<std::uint32_t>(LogLevel::Warn)};
 std::atomic<int> g_warnings{0};
@@ -50,17 +54,64 @@ LogFn sink() noexcept {
 
 std::atomic<bool> g_stderr_released{false};
 
-// Returns what the write returned (0 when there was nothing to write).
-long fallback(int fd, LogLevel level, const char* message) noexcept {
+// Who is speaking, as every line says: "pipespin[PROG:PID]". The name is
+// glibc's (set before any constructor: no system call), the pid asked for
+// each message (a forked child is another process).
+const char* program_name() noexcept {
+    return program_invocation_short_name != nullptr ? program_invocation_short_name : "";
+}
+
+// Whether fd 2 is the journal's stream: systemd sets JOURNAL_STREAM to its
+// "device:inode" for a service whose stderr goes to the journal, and the
+// variable is inherited by children whose stderr may be another file. Looked
+// at for each message written there, never at start-up: read from environ
+// (no libc call) and one fstat.
+bool stderr_is_journal() noexcept {
+    const char* value = nullptr;
+    constexpr char kVar[] = "JOURNAL_STREAM=";
+    for (char** e = environ; e != nullptr && *e != nullptr && value == nullptr; ++e) {
+        std::size_t i = 0;
+        while (kVar[i] != '\0' && (*e)[i] == kVar[i]) ++i;
+        if (kVar[i] == '\0') value = *e + i;
+    }
+    if (value == nullptr) return false;
+    unsigned long long dev = 0, ino = 0;
+    const char* p = value;
+    if (*p < '0' || *p > '9') return false;
+    while (*p >= '0' && *p <= '9') dev = dev * 10 + static_cast<unsigned>(*p++ - '0');
+    if (*p++ != ':' || *p < '0' || *p > '9') return false;
+    while (*p >= '0' && *p <= '9') ino = ino * 10 + static_cast<unsigned>(*p++ - '0');
+    if (*p != '\0') return false;
+    struct stat st {};
+    if (sys::own(SYS_fstat, 2, reinterpret_cast<long>(&st)) != 0) return false;
+    return static_cast<unsigned long long>(st.st_dev) == dev &&
+           static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+// One line as the message library formats it (log_abi.h), with a plain
+// write(2). Returns what the write returned (0 when there was nothing to
+// write).
+long fallback(int fd, LogLevel level, const char* message, bool journal) noexcept {
     if (fd == 2 && g_stderr_released.load(std::memory_order_relaxed)) return 0;
     char line[1024];
     std::size_t n = 0;
     auto put = [&](const char* s) {
         while (*s && n + 2 < sizeof line) line[n++] = *s++;
     };
-    put("pipespin: ");
     const int idx = static_cast<int>(level);
-    put(log_abi::kLabels[idx >= 0 && idx < log_abi::kLevels ? idx : log_abi::kOff]);
+    const int at = idx >= 0 && idx < log_abi::kLevels ? idx : log_abi::kOff;
+    char pid[24];
+    std::snprintf(pid, sizeof pid, "%ld", sys::own(SYS_getpid));
+    if (journal) {
+        const char prefix[] = {'<', static_cast<char>('0' + log_abi::kSeverities[at]), '>', '\0'};
+        put(prefix);
+    }
+    put("pipespin[");
+    put(program_name());
+    put(":");
+    put(pid);
+    put("]: ");
+    put(log_abi::kLabels[at]);
     put(": ");
     put(message);
     line[n++] = '\n';
@@ -105,17 +156,42 @@ void unwritable_log(long err, LogLevel level, const char* message) noexcept {
         std::snprintf(line, sizeof line,
                       "cannot write to log_file '%s' (%s); messages go to stderr", path,
                       why != nullptr ? why : "error");
-        fallback(2, LogLevel::Warn, line);
+        fallback(2, LogLevel::Warn, line, stderr_is_journal());
     }
-    fallback(2, level, message);
+    fallback(2, level, message, stderr_is_journal());
 }
 
-// The fd this message goes to: 2, or the log file opened for it (closed by
-// the caller). Warns on stderr once when the file cannot be opened.
-int open_destination() noexcept {
+// log_file's words for the syslog socket: "syslog" and "journal" (journald
+// listens on /dev/log too), "/dev/log" itself (the spelling a config file
+// owned by root accepts: an absolute path), and "syslog:PATH" for another
+// socket. Returns the socket's path, or null for a file.
+const char* syslog_socket(const char* path) noexcept {
+    auto is = [&](const char* word) {
+        std::size_t i = 0;
+        while (word[i] != '\0' && path[i] == word[i]) ++i;
+        return word[i] == '\0' ? path + i : nullptr;
+    };
+    if (const char* rest = is("syslog"); rest && *rest == '\0') return log_abi::kSyslogPath;
+    if (const char* rest = is("journal"); rest && *rest == '\0') return log_abi::kSyslogPath;
+    if (const char* rest = is(log_abi::kSyslogPath); rest && *rest == '\0')
+        return log_abi::kSyslogPath;
+    if (const char* rest = is("syslog:"); rest && *rest != '\0') return rest;
+    return nullptr;
+}
+
+// Where this message goes: 2, the log file opened for it (closed by the
+// caller), or log_abi::kSyslog with `socket` filled. Warns on stderr once
+// when the file cannot be opened.
+int open_destination(char (&socket)[kPathMax]) noexcept {
     char path[kPathMax];
     read_path(path);
     if (path[0] == '\0') return 2;
+    if (const char* s = syslog_socket(path)) {
+        std::size_t i = 0;
+        for (; s[i] != '\0' && i + 1 < kPathMax; ++i) socket[i] = s[i];
+        socket[i] = '\0';
+        return log_abi::kSyslog;
+    }
     const long fd = sys::open_append(path);
     if (fd >= 0) return static_cast<int>(fd);
     if (!g_path_warned.exchange(true)) {
@@ -124,9 +200,23 @@ int open_destination() noexcept {
         char line[kPathMax + 96];
         std::snprintf(line, sizeof line, "cannot use log_file '%s' (%s); messages go to stderr",
                       path, why != nullptr ? why : "error");
-        fallback(2, LogLevel::Warn, line);
+        fallback(2, LogLevel::Warn, line, stderr_is_journal());
     }
     return 2;
+}
+
+// The syslog socket took nothing (no syslogd, no such socket, no message
+// library to send with): the line goes to stderr, with one warning.
+void unusable_syslog(const char* socket, LogLevel level, const char* message) noexcept {
+    if (stderr_released()) return;
+    const bool journal = stderr_is_journal();
+    if (!g_path_warned.exchange(true)) {
+        char line[kPathMax + 96];
+        std::snprintf(line, sizeof line,
+                      "cannot send to the syslog socket '%s'; messages go to stderr", socket);
+        fallback(2, LogLevel::Warn, line, journal);
+    }
+    fallback(2, level, message, journal);
 }
 
 }  // namespace
@@ -169,17 +259,26 @@ void write(LogLevel level, const char* message, bool may_load) noexcept {
     // raises (SIGPIPE, SIGXFSZ) is not delivered (sys::OutputGuard).
     const sys::OutputGuard quiet;
     interpose::BusyScope busy;  // the sink's own I/O must not come back here
-    const int fd = open_destination();
+    char socket[kPathMax];
+    const int fd = open_destination(socket);
     // Inside a program's call only raw syscalls: no dlopen, no lock, no
     // cancellation point (the line is the same).
+    LogFn fn = may_load ? sink() : nullptr;
+    log_abi::Record record{
+        fd, static_cast<int>(level), 0, sys::own(SYS_getpid), program_name(), message, socket};
+    if (fd == log_abi::kSyslog) {
+        if (fn == nullptr || fn(&record) != 0) unusable_syslog(socket, level, message);
+        return;
+    }
     if (fd == 2 && stderr_released()) return;
     // The program's stderr may be a pipe nobody reads: the line waits a
     // little for room, then is dropped, never holding the host (the sink
     // writes it whole: a line is far below PIPE_BUF).
     if (fd == 2 && !sys::wait_for_room(2, sys::kStderrWaitMs)) return;
-    LogFn fn = may_load ? sink() : nullptr;
-    if (fn == nullptr || fn(fd, static_cast<int>(level), message) != 0) {
-        const long w = fallback(fd, level, message);
+    const bool journal = fd == 2 && stderr_is_journal();
+    if (journal) record.flags |= log_abi::kJournalPrefix;
+    if (fn == nullptr || fn(&record) != 0) {
+        const long w = fallback(fd, level, message, journal);
         if (w < 0 && fd != 2) unwritable_log(-w, level, message);
     }
     if (fd != 2) sys::close(fd);

@@ -5,13 +5,23 @@
 // loaded on the first message that passes the level, so a process with
 // nothing to say never pays for it. If it cannot be loaded, messages go out
 // with a plain write(2) in the same format. Warnings are capped per
-// process. Lines read "pipespin: <level>: <text>".
+// process. Lines read "pipespin[<program>:<pid>]: <level>: <text>", one
+// write each (report/log_abi.h), the program glibc's
+// program_invocation_short_name; on a stderr that is the journal's
+// (JOURNAL_STREAM names its device and inode: looked at per message, never
+// at start-up) they begin with sd-daemon's priority prefix, "<4>" for a
+// warning.
 //
 // Destination (log_file): stderr, or a file each message is appended to. The
 // file is opened for each message (O_APPEND | O_CREAT | O_NOFOLLOW |
 // O_CLOEXEC, mode 0600) and closed again, so the shim keeps no fd open in the
 // host program that the program could close, reuse or inherit. If it cannot
 // be opened, the message goes to stderr, with one warning saying why.
+// log_file=syslog (or journal, or /dev/log; syslog:PATH for another
+// socket): each message is one datagram to the syslog socket, sent by the
+// message library (opened and closed per message too); from inside a
+// program's call (a reload), or when the socket takes nothing, it goes to
+// stderr instead (with one warning).
 #pragma once
 
 #include <string_view>

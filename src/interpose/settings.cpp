@@ -15,6 +15,7 @@
 #include "interpose/stats.h"
 #include "platform/process_lock.h"
 #include "platform/sys.h"
+#include "report/env_marker.h"
 
 // Called through its GOT slot, bound when the library is loaded, not
 // through the PLT: a lazy binding at the first call would cost every
@@ -264,9 +265,29 @@ Arm apply_options(Options& options, const OptionSources& sources) noexcept {
     return arm;
 }
 
+namespace {
+
+// A problem of a PIPESPIN_* variable (the core names the variable first),
+// not of the config file.
+bool about_variable(const char* line) noexcept {
+    return after_prefix(line, env_marker::kPrefix) != nullptr;
+}
+
+}  // namespace
+
 void report_problems(bool may_load) noexcept {
-    for (unsigned i = 0; i < g_pending.count; ++i)
-        report::write(LogLevel::Warn, g_pending.lines[i], may_load);
+    // `pipespin run` checked these variables and said what was wrong with
+    // them, once for the whole tree (report/env_marker.h): their problems
+    // stay quiet here. Looked at only when there is such a problem.
+    int checked = -1;
+    for (unsigned i = 0; i < g_pending.count; ++i) {
+        const char* line = g_pending.lines[i];
+        if (about_variable(line)) {
+            if (checked < 0) checked = env_marker::matches(environ) ? 1 : 0;
+            if (checked == 1) continue;
+        }
+        report::write(LogLevel::Warn, line, may_load);
+    }
     if (g_pending.dropped != 0) {
         char line[160];
         std::snprintf(line, sizeof line,

@@ -58,15 +58,15 @@ mode = fixed
 EOF
   shim PIPESPIN_CONFIG="$work/p.conf" PIPESPIN_LOG=debug -- sh -c 'seq 20000 | cat | wc -l'
   [[ $(cat "$work/out") == 20000 ]] || fail "the pipeline's output changed"
-  has "^pipespin: debug: config $work/p.conf, program seq: mode=adaptive spin_us=111\(line 4\) "
-  has "^pipespin: debug: config $work/p.conf, program cat: mode=adaptive spin_us=33\(line 2\) "
-  has "^pipespin: debug: config $work/p.conf, program wc: mode=fixed\(line 7\) spin_us=222\(line 6\) "
+  has "^pipespin[[][^]]+[]]: debug: config $work/p.conf, program seq: mode=adaptive spin_us=111\(line 4\) "
+  has "^pipespin[[][^]]+[]]: debug: config $work/p.conf, program cat: mode=adaptive spin_us=33\(line 2\) "
+  has "^pipespin[[][^]]+[]]: debug: config $work/p.conf, program wc: mode=fixed\(line 7\) spin_us=222\(line 6\) "
   # The shell that runs them: [global] only. (/bin/sh is dash on Debian:
   # the executable's name, with argv[0] beside it when it differs.)
   local sh_name
   sh_name=$(basename "$(readlink -f "$(command -v sh)")")
-  has "^pipespin: debug: config $work/p.conf, program $sh_name( \(argv\[0\] sh\))?: mode=adaptive spin_us=33\(line 2\) "
-  hasnt '^pipespin: (warning|error)'
+  has "^pipespin[[][^]]+[]]: debug: config $work/p.conf, program $sh_name( \(argv\[0\] sh\))?: mode=adaptive spin_us=33\(line 2\) "
+  hasnt '^pipespin[[][^]]+[]]: (warning|error)'
 }
 
 case_env_wins() {
@@ -78,7 +78,7 @@ EOF
   shim PIPESPIN_CONFIG="$work/e.conf" PIPESPIN_LOG=debug PIPESPIN_SPIN_US=55 -- "$pingpong" 200
   has "program e2e_pingpong: mode=adaptive spin_us=55\(env\) "
   # pingpong forks: the child keeps its parent's settings.
-  [[ $(count '^pipespin: info: exit pid=[0-9]+ settings: mode=adaptive spin_us=55 ') -eq 2 ]] ||
+  [[ $(count '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ settings: mode=adaptive spin_us=55 ') -eq 2 ]] ||
     fail "both processes must run with the environment's spin_us"
 }
 
@@ -93,14 +93,14 @@ case_bad_lines() {
   grep -q '^pingpong: messages=500 ' "$work/out" || fail "pingpong's output"
   local f="$work/b.conf"
   # One warning each (pingpong forks after the constructor: one process warned).
-  [[ $(count "^pipespin: warning: $f:3: spin_us: bad value 'lots' \(expected a whole number 0..1000000\); using 70$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $f:3: spin_us: bad value 'lots' \(expected a whole number 0..1000000\); using 70$") -eq 1 ]] ||
     fail "the bad value warning"
-  [[ $(count "^pipespin: warning: $f:4: unknown key 'frobnicate'; ignored$") -eq 1 ]] || fail "unknown key"
-  [[ $(count "^pipespin: warning: $f:5: unknown section '\[nonsense\]'") -eq 1 ]] || fail "bad section"
-  [[ $(count "^pipespin: warning: $f:8: mode: bad value 'sometimes' .*; using adaptive$") -eq 1 ]] || fail "bad mode"
-  [[ $(count "^pipespin: warning: $f:10: binary data \(a control byte at column 5\): 'junk\\\\x01\\\\x00here'; ignored$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $f:4: unknown key 'frobnicate'; ignored$") -eq 1 ]] || fail "unknown key"
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $f:5: unknown section '\[nonsense\]'") -eq 1 ]] || fail "bad section"
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $f:8: mode: bad value 'sometimes' .*; using adaptive$") -eq 1 ]] || fail "bad mode"
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $f:10: binary data \(a control byte at column 5\): 'junk\\\\x01\\\\x00here'; ignored$") -eq 1 ]] ||
     fail "binary data"
-  [[ $(count '^pipespin: warning: ') -eq 5 ]] || fail "expected exactly 5 warnings"
+  [[ $(count '^pipespin[[][^]]+[]]: warning: ') -eq 5 ]] || fail "expected exactly 5 warnings"
   has "mode=adaptive spin_us=70\(line 2\) probe=poll\(line 9\) "
 }
 
@@ -108,7 +108,7 @@ case_refused() {
   conf w.conf <<<'spin_us = 99'
   chmod 666 "$work/w.conf"
   shim PIPESPIN_CONFIG="$work/w.conf" PIPESPIN_LOG=debug -- "$pingpong" 100
-  has "^pipespin: warning: $work/w.conf: refused: writable by everybody \(mode 0666\); file ignored, using the defaults and the environment$"
+  has "^pipespin[[][^]]+[]]: warning: $work/w.conf: refused: writable by everybody \(mode 0666\); file ignored, using the defaults and the environment$"
   has ' spin_us=50 '
   # The settings lines (not the exit report's counters, whose spin_us is
   # time spent spinning: 99 µs of it failed this once).
@@ -118,22 +118,22 @@ case_refused() {
     chmod 644 "$work/w.conf"
     chown 65534 "$work/w.conf"
     shim PIPESPIN_CONFIG="$work/w.conf" -- "$pingpong" 100
-    has "^pipespin: warning: $work/w.conf: refused: owned by uid 65534, neither root nor the running user \(uid 0\)"
+    has "^pipespin[[][^]]+[]]: warning: $work/w.conf: refused: owned by uid 65534, neither root nor the running user \(uid 0\)"
   fi
 }
 
 case_missing() {
   shim PIPESPIN_CONFIG="$work/none.conf" PIPESPIN_LOG=debug -- "$pingpong" 100
-  has "^pipespin: warning: $work/none.conf: no such file; file ignored"
+  has "^pipespin[[][^]]+[]]: warning: $work/none.conf: no such file; file ignored"
   # Empty: no file at all, not even /etc/pipespin.conf, and nothing to say.
   shim PIPESPIN_CONFIG= PIPESPIN_LOG=debug -- "$pingpong" 100
-  hasnt '^pipespin: warning'
-  has '^pipespin: debug: config none: mode=adaptive '
+  hasnt '^pipespin[[][^]]+[]]: warning'
+  has '^pipespin[[][^]]+[]]: debug: config none: mode=adaptive '
   # Too large: refused whole.
   head -c 70000 /dev/zero | tr '\0' '#' >"$work/big.conf"
   chmod 644 "$work/big.conf"
   shim PIPESPIN_CONFIG="$work/big.conf" -- "$pingpong" 100
-  has "^pipespin: warning: $work/big.conf: too large \(70000 bytes, at most 65536\); file ignored"
+  has "^pipespin[[][^]]+[]]: warning: $work/big.conf: too large \(70000 bytes, at most 65536\); file ignored"
 }
 
 case_log_file() {
@@ -146,16 +146,88 @@ EOF
   [[ ! -s $work/err ]] || fail "the shim wrote to stderr with a log_file"
   [[ -f $work/shim.log ]] || fail "no log file"
   [[ $(stat -c %a "$work/shim.log") == 600 ]] || fail "the log file's mode is $(stat -c %a "$work/shim.log")"
-  grep -q "^pipespin: warning: $work/l.conf:3: spin_us: bad value 'bogus'" "$work/shim.log" ||
+  grep -qE "^pipespin[[][^]]+[]]: warning: $work/l.conf:3: spin_us: bad value 'bogus'" "$work/shim.log" ||
     fail "the warning is not in the log file"
-  [[ $(grep -c '^pipespin: info: exit pid=[0-9]* read: ' "$work/shim.log") -eq 2 ]] ||
+  [[ $(grep -cE '^pipespin[[][^]]+[]]: info: exit pid=[0-9]* read: ' "$work/shim.log") -eq 2 ]] ||
     fail "both processes' exit reports belong in the log file"
   # Appended, never through a symlink: a link there sends messages to stderr.
   ln -s "$work/elsewhere" "$work/link.log"
   shim PIPESPIN_LOG=info PIPESPIN_LOG_FILE="$work/link.log" -- "$pingpong" 200
   [[ ! -e $work/elsewhere ]] || fail "the log went through a symlink"
-  has "^pipespin: warning: cannot use log_file '$work/link.log' \(ELOOP\); messages go to stderr$"
-  has '^pipespin: info: exit pid=[0-9]+ read: '
+  has "^pipespin[[][^]]+[]]: warning: cannot use log_file '$work/link.log' \(ELOOP\); messages go to stderr$"
+  has '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: '
+}
+
+# Every line names its program and pid: "pipespin[PROG:PID]: LEVEL: TEXT".
+case_log_prefix() {
+  shim PIPESPIN_MODE=bogus PIPESPIN_LOG=info -- "$pingpong" 200
+  # One start-up warning (the helper forks after it), two exit reports.
+  [[ $(count "^pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE: bad value 'bogus'") -eq 1 ]] ||
+    fail "not one warning naming its program"
+  local pids
+  pids=$(grep -oE '^pipespin\[e2e_pingpong:[0-9]+\]: info: exit pid=[0-9]+ read' "$work/err" |
+    sed -E 's/^pipespin\[e2e_pingpong:([0-9]+)\]: info: exit pid=([0-9]+) read/\1 \2/')
+  [[ $(wc -l <<<"$pids") -eq 2 ]] || fail "not two exit reports"
+  while read -r a b; do [[ $a == "$b" ]] || fail "the prefix's pid $a is not the process's $b"; done <<<"$pids"
+  [[ $(cut -d' ' -f1 <<<"$pids" | sort -u | wc -l) -eq 2 ]] || fail "both processes gave one pid"
+}
+
+# Under systemd, stderr is the journal's stream when JOURNAL_STREAM names
+# its device and inode: each line then starts with its priority.
+case_journal() {
+  : >"$work/err"
+  local stream
+  stream=$(stat -c '%d:%i' "$work/err")
+  LD_PRELOAD="$lib" JOURNAL_STREAM="$stream" PIPESPIN_MODE=bogus PIPESPIN_LOG=info \
+    "$pingpong" 200 >"$work/out" 2>>"$work/err" || fail "the program failed"
+  [[ $(count "^<4>pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE: bad value 'bogus'") -eq 1 ]] ||
+    fail "warnings do not begin with <4>"
+  [[ $(count '^<6>pipespin\[e2e_pingpong:[0-9]+\]: info: exit pid=[0-9]+ read: ') -eq 2 ]] ||
+    fail "info lines do not begin with <6>"
+  hasnt '^pipespin'
+  # Another file's device and inode (the variable inherited by a program
+  # whose stderr is not the journal): no prefix.
+  : >"$work/other"
+  shim JOURNAL_STREAM="$(stat -c '%d:%i' "$work/other")" PIPESPIN_MODE=bogus -- "$pingpong" 200
+  hasnt '^<'
+  has "^pipespin\[e2e_pingpong:[0-9]+\]: warning: PIPESPIN_MODE"
+}
+
+# log_file=syslog:PATH: each message is one datagram on the syslog socket
+# PATH (a socket this test owns), as syslog(3) writes it; nothing on stderr.
+case_syslog() {
+  python3 - "$lib" "$pingpong" "$work" <<'PY2' || fail "syslog"
+import os, re, socket, subprocess, sys
+lib, pingpong, work = sys.argv[1:]
+path = os.path.join(work, "log.sock")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(path)
+env = dict(os.environ, LD_PRELOAD=lib, PIPESPIN_LOG_FILE="syslog:" + path,
+           PIPESPIN_MODE="bogus", PIPESPIN_LOG="info")
+p = subprocess.run([pingpong, "200"], env=env, capture_output=True, text=True, timeout=60)
+assert p.returncode == 0, p
+assert p.stderr == "", p.stderr
+s.settimeout(1)
+got = []
+try:
+    while True:
+        got.append(s.recv(65536).decode())
+except socket.timeout:
+    pass
+head = r"^<(\d+)>[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d pipespin\[(\d+)\]: e2e_pingpong: "
+warn = [m for m in (re.match(head + r"warning: PIPESPIN_MODE: bad value 'bogus'", d) for d in got) if m]
+info = [m for m in (re.match(head + r"info: exit pid=(\d+) read: ", d) for d in got) if m]
+assert len(warn) == 1 and all(m.group(1) == "12" for m in warn), got  # user.warning
+assert len(info) == 2 and all(m.group(1) == "14" and m.group(2) == m.group(3) for m in info), got
+assert all("\n" not in d for d in got), got
+# No such socket: the lines go to stderr, with one warning saying so.
+env["PIPESPIN_LOG_FILE"] = "syslog:" + os.path.join(work, "none.sock")
+p = subprocess.run([pingpong, "200"], env=env, capture_output=True, text=True, timeout=60)
+assert p.returncode == 0, p
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: warning: cannot send to the syslog socket", p.stderr)) == 1, p.stderr
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: warning: PIPESPIN_MODE", p.stderr)) == 1, p.stderr
+assert len(re.findall(r"(?m)^pipespin\[e2e_pingpong:\d+\]: info: exit pid=\d+ read: ", p.stderr)) == 2, p.stderr
+PY2
 }
 
 # log_dest PATH WHY: PATH as log_file is refused: the program finishes (a
@@ -168,10 +240,10 @@ log_dest() {
   status=$?
   [[ $status -ne 124 ]] || fail "log_file $path: the program hung"
   [[ $status -eq 0 ]] || fail "log_file $path: the program exited with status $status"
-  [[ $(count "^pipespin: warning: cannot use log_file '$path' \($why\); messages go to stderr$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: warning: cannot use log_file '$path' \($why\); messages go to stderr$") -eq 1 ]] ||
     fail "log_file $path: expected one warning saying '$why'"
-  has "^pipespin: warning: PIPESPIN_SPIN_US: bad value 'bogus'"
-  [[ $(count '^pipespin: info: exit pid=[0-9]+ read: ') -eq 2 ]] ||
+  has "^pipespin[[][^]]+[]]: warning: PIPESPIN_SPIN_US: bad value 'bogus'"
+  [[ $(count '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: ') -eq 2 ]] ||
     fail "log_file $path: both exit reports belong on stderr"
 }
 
@@ -218,7 +290,7 @@ sys.stdout.write(out.decode(errors="replace"))
 sys.stderr.write(p.stderr.decode(errors="replace"))
 sys.exit(p.returncode)
 PY
-  [[ $(grep -c '^pipespin: info: exit pid=[0-9]* read: ' "$work/tty.out") -eq 2 ]] ||
+  [[ $(grep -cE '^pipespin[[][^]]+[]]: info: exit pid=[0-9]* read: ' "$work/tty.out") -eq 2 ]] ||
     fail "the exit reports belong on the terminal: $(cat "$work/tty.out")"
   hasnt pipespin
 }
@@ -237,11 +309,11 @@ EOF
   (cd "$work/cwd" && shim PIPESPIN_CONFIG="$work/rel.conf" -- "$pingpong" 200) || exit 1
   [[ -z $(ls -A "$work/cwd") ]] || fail "a relative path was used: $(ls -A "$work/cwd")"
   local why="refused in a file owned by root \(each process would resolve it in its own working directory\)"
-  [[ $(count "^pipespin: warning: $work/rel.conf:1: log_file: relative path 'rel.log' $why; using 'stderr'$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $work/rel.conf:1: log_file: relative path 'rel.log' $why; using 'stderr'$") -eq 1 ]] ||
     fail "the relative log_file warning"
-  [[ $(count "^pipespin: warning: $work/rel.conf:2: stats: relative path 'rel.jsonl' $why; using ''$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: warning: $work/rel.conf:2: stats: relative path 'rel.jsonl' $why; using ''$") -eq 1 ]] ||
     fail "the relative stats warning"
-  [[ $(count '^pipespin: info: exit pid=[0-9]+ read: ') -eq 2 ]] || fail "the exit reports on stderr"
+  [[ $(count '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: ') -eq 2 ]] || fail "the exit reports on stderr"
 }
 
 # retune FROM TO: mode FROM -> TO while the program runs.
@@ -263,18 +335,18 @@ EOF
   shim PIPESPIN_CONFIG="$work/r.conf" PIPESPIN_LOG=info PIPESPIN_SPIN_US=300 -- \
     "$retune" "$work/r.conf" "$work/r.next" 1 2000
   [[ $(cat "$work/out") == "retune: ok" ]] || fail "the helper's output"
-  [[ $(count "^pipespin: info: pid [0-9]+ reloaded $work/r.conf: mode=$to spin_us=300$") -eq 1 ]] ||
+  [[ $(count "^pipespin[[][^]]+[]]: info: pid [0-9]+ reloaded $work/r.conf: mode=$to spin_us=300$") -eq 1 ]] ||
     fail "expected one reload to mode=$to"
-  has "^pipespin: info: exit pid=[0-9]+ settings: mode=$to spin_us=300 reloads=1$"
-  hasnt '^pipespin: (warning|error)'
+  has "^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ settings: mode=$to spin_us=300 reloads=1$"
+  hasnt '^pipespin[[][^]]+[]]: (warning|error)'
   # The counters: waits and spins are only counted where a spin was allowed.
-  grep -E '^pipespin: info: exit pid=[0-9]+ read: ' "$work/err"
+  grep -E '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: ' "$work/err"
 }
 
 case_retune_fixed() {
   retune off fixed
   # Fixed spins on every wait of the pipes made before the change.
-  grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[1-9][0-9]* spins=[1-9]' "$work/err" ||
+  grep -qE '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: waits=[1-9][0-9]* spins=[1-9]' "$work/err" ||
     fail "no spins after the switch to fixed"
 }
 
@@ -282,7 +354,7 @@ case_retune_adaptive() {
   # Adaptive may rightly decide not to spin on a busy machine (the run-queue
   # gate), so its counters are reported, not required; the settings are.
   retune off adaptive
-  grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=[1-9]' "$work/err" ||
+  grep -qE '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=[1-9]' "$work/err" ||
     echo "NOTE: adaptive did not spin after the switch (a busy machine?)"
 }
 
@@ -296,7 +368,7 @@ EOF
   chmod 644 "$work/empty"
   shim PIPESPIN_CONFIG="$work/g.conf" PIPESPIN_LOG=info PIPESPIN_RELOAD_MS=1 -- \
     "$retune" "$work/g.conf" "$work/empty" 1 200
-  has "^pipespin: info: exit pid=[0-9]+ settings: mode=adaptive spin_us=50 reloads=1$"
+  has "^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ settings: mode=adaptive spin_us=50 reloads=1$"
 }
 
 "case_$case_name"

@@ -107,12 +107,12 @@ elif [[ -n $expect_text ]]; then
   diff -u <(printf '%s\n' "$expect_text") "$tmp/out" >&2 || fail "stdout is not '$expect_text'"
 fi
 
-shim_lines=$(grep '^pipespin: ' "$tmp/err")
+shim_lines=$(grep -E '^pipespin[[][^]]+[]]: ' "$tmp/err")
 if [[ $shim == 0 ]]; then
   ! grep -qi pipespin "$tmp/err" || fail "stderr mentions pipespin without the shim"
 else
-  # Exit reports: "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (and write:, poll:).
-  reports=$(grep -E '^pipespin: info: exit pid=[0-9]+ (read|write|poll): ' <<<"$shim_lines")
+  # Exit reports: "pipespin[PROG:PID]: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (and write:, poll:).
+  reports=$(grep -E '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ (read|write|poll): ' <<<"$shim_lines")
   if [[ $report == 1 && -z $reports ]]; then
     fail "no exit report on stderr: the shim did not load or did not initialise"
   fi
@@ -134,10 +134,10 @@ else
       awk '{ s[$1] += $2; c[$1] += $3 } END { for (p in s) if (c[p] > 0 && s[p] == 0) print "pid " p }')
     [[ -z $idle ]] || fail "the shim did not spin in a process that waited on empty pipes: $idle"
   fi
-  # "pipespin: info: exit pid=P spins by hook: io=S/H poll=S/H stdio=S/H ...":
+  # "pipespin[PROG:PID]: info: exit pid=P spins by hook: io=S/H poll=S/H stdio=S/H ...":
   # the spins through one family, summed over the processes.
   via_spins() {
-    grep -E '^pipespin: info: exit pid=[0-9]+ spins by hook:' <<<"$shim_lines" |
+    grep -E '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ spins by hook:' <<<"$shim_lines" |
       grep -oE " $1=[0-9]+" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'
   }
   if [[ $spins_expected == 1 ]]; then
@@ -158,7 +158,7 @@ else
     if [[ -z $first_a || -z $first_b ]]; then fail "stderr lacks '$order_a' or '$order_b'"
     elif ((first_a > first_b)); then fail "'$order_b' came before '$order_a' on stderr"; fi
   fi
-  warnings=$(grep -E '^pipespin: (warning|error|critical): ' <<<"$shim_lines")
+  warnings=$(grep -E '^pipespin[[][^]]+[]]: (warning|error|critical): ' <<<"$shim_lines")
   for i in "${!warn_var[@]}"; do
     mine=$(grep -F -- "${warn_var[$i]}" <<<"$warnings")
     count=$(grep -c . <<<"$mine")

@@ -245,13 +245,13 @@ def refused(dest, why):
         fail(f"PIPESPIN_STATS={dest}: the program hung")
     sys.stderr.write(p.stderr)
     check(p.returncode == 0, f"PIPESPIN_STATS={dest}: exit status {p.returncode}")
-    want = f"pipespin: warning: cannot write statistics to '{dest}': {why}"
+    want = f"]: warning: cannot write statistics to '{dest}': {why}"
     check(p.stderr.count(want) == 1, f"PIPESPIN_STATS={dest}: expected one warning '{want}'")
 
 
 def case_lost_warning():
     bad = os.path.join(tmp, "no-such-dir", "s.jsonl")
-    want = f"pipespin: warning: cannot write statistics to '{bad}': ENOENT"
+    want = f"]: warning: cannot write statistics to '{bad}': ENOENT"
     # seq closes its stderr at exit (coreutils' close_stdout), before the
     # shim's exit line fails: the warning comes while stderr is open.
     p = run(["seq", "3"], PIPESPIN_STATS=bad)

@@ -45,7 +45,7 @@ check_maps_from() {  # check_maps_from PIPESPIN LIBDIR
   expect_in "$work/maps" "$2/libpipespin.so"
   expect_in "$work/maps" "$2/libpipespin-log.so"
   expect_not_in "$work/maps" "$build/"
-  expect_in "$work/maps.err" "pipespin: debug: pid"
+  expect_in "$work/maps.err" "]: debug: pid"
 }
 
 case_layout() {
@@ -169,7 +169,7 @@ case_installed_run() {
   expect_in "$work/bench" "$lib/libpipespin.so"
   expect_in "$work/bench" "LD_PRELOAD=$lib/libpipespin.so"
   expect_not_in "$work/bench" "$build/"
-  expect_in "$work/bench.err" "pipespin: info: exit pid="
+  expect_in "$work/bench.err" "]: info: exit pid="
   expect_not_in "$work/bench.err" "cannot be preloaded"
 }
 
@@ -266,7 +266,9 @@ case_readme_one_program() {
   PATH="$p/bin:/usr/bin:/bin" bash -euo pipefail "$work/snippet.sh" >"$work/out" 2>"$work/err" ||
     { cat "$work/err" >&2; fail "the one-program snippet failed"; }
   expect_in "$work/out" "Total time"
-  expect_in "$work/err" "pipespin: info: exit pid="
+  # The second run's summary: one table, perf's row in it.
+  expect_in "$work/err" " pipespin summary for perf bench sched pipe -l 2000 (exited with status 0, "
+  grep -qE '^  perf +2 +[0-9]+ ' "$work/err" || { cat "$work/err" >&2; fail "no row for perf"; }
 }
 
 # The Environment= assignments of a systemd drop-in, one NAME=VALUE a line
@@ -302,7 +304,7 @@ case_deploy_systemd() {
   # A program that ends through exit() (dash ends with _exit) reports.
   env -i PATH=/usr/bin:/bin "${assignments[@]}" "$p/bin/pipespin" pingpong-worker pingpong \
     --expect-shim 200 >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; fail "pingpong-worker under the drop-in's environment"; }
-  expect_in "$work/err" "pipespin: info: exit pid="
+  expect_in "$work/err" "]: info: exit pid="
   # systemd itself accepts the drop-in (a unit of our own; nothing is started).
   command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed: the drop-in was parsed and run, not verified by systemd"
   mkdir -p "$work/units/pipespin-deploy.service.d"
@@ -358,7 +360,7 @@ shimmed_in_chroot() {
   env -i PATH=/usr/bin:/bin PIPESPIN_LOG=info "$(command -v chroot)" "$1" \
     "$work/prefix/bin/pipespin" pingpong-worker pingpong "$expect" 100 >/dev/null 2>"$work/chroot.err" ||
     { cat "$work/chroot.err" >&2; return 1; }
-  if [ "$2" = yes ]; then grep -q "pipespin: info: exit pid=" "$work/chroot.err"; fi
+  if [ "$2" = yes ]; then grep -q "]: info: exit pid=" "$work/chroot.err"; fi
 }
 
 case_deploy_host() {

@@ -57,9 +57,9 @@ std::string slurp(int fd) {
     return s;
 }
 
-// The child's own read report: "pipespin: info: exit pid=P read: waits=W spins=S ...".
+// The child's own read report: "pipespin[PROG:PID]: info: exit pid=P read: waits=W spins=S ...".
 long report_spins(const std::string& err, pid_t pid) {
-    const std::string key = "pipespin: info: exit pid=" + std::to_string(pid) + " read: ";
+    const std::string key = "]: info: exit pid=" + std::to_string(pid) + " read: ";
     const size_t at = err.find(key);
     if (at == std::string::npos) return -1;
     const size_t sp = err.find(" spins=", at);

@@ -93,9 +93,9 @@ driver_check_status helper
 main_pid=$(sed -n 's/^main-pid \([0-9][0-9]*\)$/\1/p' "$tmp/out" | head -1)
 [[ -n $main_pid ]] || fail "the helper did not print 'main-pid N'"
 
-# "pipespin: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (read, write, poll)
+# "pipespin[PROG:PID]: info: exit pid=P read: waits=W spins=S spin_hits=H spin_us=U ..." (read, write, poll)
 field() {  # field DIR NAME: NAME's value in the helper's own DIR report
-  grep -E "^pipespin: info: exit pid=$main_pid $1: " "$tmp/err" | head -1 |
+  grep -E "^pipespin[[][^]]+[]]: info: exit pid=$main_pid $1: " "$tmp/err" | head -1 |
     sed -n "s/.* $2=\([0-9][0-9]*\).*/\1/p"
 }
 
@@ -127,7 +127,7 @@ elif [[ -n $main_pid ]]; then
       [[ $got == 0 ]] || fail "the shim stood in for $got blocking ${dir}s that were not on pipes"
     done
   fi
-  warnings=$(grep -E '^pipespin: (warning|error|critical): ' "$tmp/err")
+  warnings=$(grep -E '^pipespin[[][^]]+[]]: (warning|error|critical): ' "$tmp/err")
   [[ -z $warnings ]] || fail "shim warnings or errors: $warnings"
 fi
 

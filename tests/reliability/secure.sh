@@ -40,7 +40,7 @@ status=$?
 cat "$tmp/out" "$tmp/err"
 [[ $status == 0 ]] || fail "the plain copy exited with status $status"
 grep -q '^at_secure=0 ' "$tmp/out" || fail "the plain copy runs in secure mode"
-grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=[1-9]' "$tmp/err" ||
+grep -qE '^pipespin[[][^]]+[]]: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=[1-9]' "$tmp/err" ||
   fail "the plain copy shows no exit report with spins: the control does not show the shim at work"
 
 echo "--- the setuid-root copy, run by nobody ---"

@@ -33,8 +33,7 @@
 #include "cli/stats/lines.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
-#include "cli/util/json_reader.h"
-#include "cli/util/json_writer.h"
+#include "cli/util/json.h"
 #include "cli/util/library.h"
 #include "cli/util/plot.h"
 #include "cli/util/preload_check.h"
@@ -56,7 +55,7 @@ struct AbArgs {
     std::uint64_t warmup = 1;
     std::uint64_t seed = 1;
     std::optional<std::string> config;
-    bool json = false;
+    JsonOutput json;
     std::optional<std::string> plot;
     std::vector<std::string> command;
 };
@@ -110,13 +109,11 @@ RunStats read_run_stats(const fs::path& file, std::string_view arm) {
         if (r.arm != arm) ++rs.wrong_arm;
     }
     // The resolved configuration, from the first line of the run.
-    const std::string text = ss.str();
-    if (auto v = parse_json(text.substr(0, text.find('\n')))) {
-        if (const JsonValue* c = v->get("config")) {
-            rs.mode = c->str("mode");
-            rs.spin_us = fmt::format("{}", c->num("spin_us"));
-            rs.probe = c->str("probe");
-        }
+    if (!st.records.empty()) {
+        const ProcessRecord& first = st.records.front();
+        rs.mode = first.mode;
+        rs.spin_us = std::to_string(first.spin_us);
+        rs.probe = first.probe;
     }
     return rs;
 }
@@ -209,42 +206,50 @@ void print_arm(const ArmRuns& arm) {
     fmt::print("\n");
 }
 
-std::string arm_json(const ArmRuns& arm) {
+Json arm_json(const ArmRuns& arm) {
     const Moments w = moments(arm.wall_ms);
     const Summary s = summarize(arm.wall_ms);
     const ShimMedians m = shim_medians(arm);
-    return JsonObject()
-        .fixed("median_wall_ms", s.median, 4)
-        .fixed("mean_wall_ms", w.mean, 4)
-        .fixed("sigma_wall_ms", w.sigma, 4)
-        .fixed("min_wall_ms", s.min, 4)
-        .fixed("max_wall_ms", s.max, 4)
-        .fixed("q1_wall_ms", s.q1, 4)
-        .fixed("q3_wall_ms", s.q3, 4)
-        .fixed("median_user_ms", median(arm.user_ms), 4)
-        .fixed("median_sys_ms", median(arm.sys_ms), 4)
-        .raw("wall_ms", json_fixed_array(arm.wall_ms, 4))
-        .raw("user_ms", json_fixed_array(arm.user_ms, 4))
-        .raw("sys_ms", json_fixed_array(arm.sys_ms, 4))
-        .num("median_vol_cs", median(arm.vol_cs))
-        .num("median_invol_cs", median(arm.invol_cs))
-        .raw("vol_cs_per_call", json_fixed(m.vol_cs_per_call, 6))
-        .raw("vol_cs", fmt::format("[{}]", fmt::join(arm.vol_cs, ",")))
-        .raw("invol_cs", fmt::format("[{}]", fmt::join(arm.invol_cs, ",")))
-        .raw("shim_median",
-             fmt::format("{{\"processes\":{},\"calls\":{},\"waits\":{},\"spins\":{},"
-                         "\"spin_hits\":{},\"spin_ms\":{:.4f},\"sleep_ms\":{:.4f}}}",
-                         m.processes, m.calls, m.waits, m.spins, m.hits, m.spin_ms, m.sleep_ms))
-        .num("runs_without_stats", m.runs_without)
-        .str("description", describe_arm(arm))
-        .text();
+    return {{"median_wall_ms", json_number(s.median, 4)},
+            {"mean_wall_ms", json_number(w.mean, 4)},
+            {"sigma_wall_ms", json_number(w.sigma, 4)},
+            {"min_wall_ms", json_number(s.min, 4)},
+            {"max_wall_ms", json_number(s.max, 4)},
+            {"q1_wall_ms", json_number(s.q1, 4)},
+            {"q3_wall_ms", json_number(s.q3, 4)},
+            {"median_user_ms", json_number(median(arm.user_ms), 4)},
+            {"median_sys_ms", json_number(median(arm.sys_ms), 4)},
+            {"wall_ms", json_numbers(arm.wall_ms, 4)},
+            {"user_ms", json_numbers(arm.user_ms, 4)},
+            {"sys_ms", json_numbers(arm.sys_ms, 4)},
+            {"median_vol_cs", median(arm.vol_cs)},
+            {"median_invol_cs", median(arm.invol_cs)},
+            {"vol_cs_per_call", json_number(m.vol_cs_per_call, 6)},
+            {"vol_cs", arm.vol_cs},
+            {"invol_cs", arm.invol_cs},
+            {"shim_median",
+             {{"processes", m.processes},
+              {"calls", m.calls},
+              {"waits", m.waits},
+              {"spins", m.spins},
+              {"spin_hits", m.hits},
+              {"spin_ms", json_number(m.spin_ms, 4)},
+              {"sleep_ms", json_number(m.sleep_ms, 4)}}},
+            {"runs_without_stats", m.runs_without},
+            {"description", describe_arm(arm)}};
 }
+
+// Arms whose medians differ more than this get a log axis: on a linear one
+// the faster arm's box would be a line.
+constexpr double kLogAxisSpread = 5;
 
 // The runs of both arms: per arm a box from its quartiles (summarize(), the
 // figures --json prints) with whiskers to its min and max, a line at its
 // median, and each run as a point beside it; one arm per x position.
 Chart ab_chart(const ArmRuns (&arms)[2], const RatioTest& t, const AbArgs& a) {
     std::string boxes, runs;
+    const double m0 = summarize(arms[0].wall_ms).median, m1 = summarize(arms[1].wall_ms).median;
+    const bool log_axis = m0 > 0 && m1 > 0 && std::max(m0 / m1, m1 / m0) > kLogAxisSpread;
     for (int i = 0; i < 2; ++i) {
         const Summary s = summarize(arms[i].wall_ms);
         boxes += fmt::format("{} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} \"{}\"\n", i + 1, s.q1, s.min,
@@ -262,18 +267,19 @@ Chart ab_chart(const ArmRuns (&arms)[2], const RatioTest& t, const AbArgs& a) {
             "pipespin ab: {} ({} runs per arm) ratio {:.3f}, 95% CI [{:.3f}, {:.3f}]: {}",
             shell_join(a.command).substr(0, 60), arms[0].wall_ms.size(), t.ratio, t.ci_low,
             t.ci_high, t.verdict),
-        .commands =
-            "set ylabel 'wall time per run (ms)'\n"
-            "set xrange [0.4:2.8]\n"
-            "set offsets 0, 0, graph 0.05, 0\n"
-            "set grid ytics\n"
-            "set style fill solid 0.25 border -1\n"
-            "set boxwidth 0.4 absolute\n"
-            "unset key\n"
-            "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
-            "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
-            "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
-            "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
+        .commands = std::string(log_axis ? "set logscale y\n"
+                                           "set ylabel 'wall time per run (ms, log scale)'\n"
+                                         : "set ylabel 'wall time per run (ms)'\n") +
+                    "set xrange [0.4:2.8]\n"
+                    "set offsets 0, 0, graph 0.05, 0\n"
+                    "set grid ytics\n"
+                    "set style fill solid 0.25 border -1\n"
+                    "set boxwidth 0.4 absolute\n"
+                    "unset key\n"
+                    "plot $boxes using 1:2:3:4:5:xtic(7) with candlesticks whiskerbars 0.5 "
+                    "lc rgb '#4060c0' title 'quartiles, min and max', \\\n"
+                    "     $boxes using 1:6:6:6:6 with candlesticks lt -1 lw 2 title 'median', \\\n"
+                    "     $runs using 1:2 with points pt 7 ps 0.8 lc rgb '#c04040' title 'runs'\n",
     };
 }
 
@@ -311,7 +317,7 @@ int ab_run(const AbArgs& a) {
     const bool tty = ::isatty(STDERR_FILENO) != 0;
     const std::uint64_t total = 2 * (a.runs + a.warmup);
     std::uint64_t done = 0;
-    if (!a.json || tty)
+    if (!a.json.print || tty)
         fmt::print(stderr, "pipespin ab: {}: {} runs per arm ({} warm-up), interleaved\n",
                    shell_join(a.command), a.runs, a.warmup);
 
@@ -372,42 +378,41 @@ int ab_run(const AbArgs& a) {
     const double mean_sigma =
         mean_ratio * std::sqrt(std::pow(mc.sigma / mc.mean, 2) + std::pow(mt.sigma / mt.mean, 2));
 
-    if (a.json) {
-        std::vector<std::string> command;
-        for (const std::string& w : a.command) command.push_back(json_string(w));
-        fmt::print("{}\n",
-                   JsonObject()
-                       .raw("command", json_array(command))
-                       .num("runs_per_arm", a.runs)
-                       .num("warmup", a.warmup)
-                       .fixed("ratio", t.ratio, 6)
-                       .fixed("ci_low", t.ci_low, 6)
-                       .fixed("ci_high", t.ci_high, 6)
-                       .num("confidence", kBootstrapConfidence)
-                       .num("resamples", kBootstrapResamples)
-                       .num("seed", a.seed)
-                       .str("verdict", t.verdict)
-                       .fixed("mean_ratio", treatment_faster ? mean_ratio : 1 / mean_ratio, 6)
-                       .fixed("mean_ratio_sigma", mean_sigma, 6)
-                       .fixed("cpu_ratio", cpu_t.ratio, 6)
-                       .fixed("cpu_ci_low", cpu_t.ci_low, 6)
-                       .fixed("cpu_ci_high", cpu_t.ci_high, 6)
-                       .raw("vol_cs_ratio", json_fixed(cs_t.ratio, 6))
-                       .raw("vol_cs_ci_low", json_fixed(cs_t.ci_low, 6))
-                       .raw("vol_cs_ci_high", json_fixed(cs_t.ci_high, 6))
-                       .raw("arms", JsonObject()
-                                        .raw("control", arm_json(arms[0]))
-                                        .raw("treatment", arm_json(arms[1]))
-                                        .text())
-                       .text());
-        return kExitOk;
-    }
+    Json doc = {{"command", a.command},
+                {"runs_per_arm", a.runs},
+                {"warmup", a.warmup},
+                {"ratio", json_number(t.ratio, 6)},
+                {"ci_low", json_number(t.ci_low, 6)},
+                {"ci_high", json_number(t.ci_high, 6)},
+                {"confidence", kBootstrapConfidence},
+                {"resamples", kBootstrapResamples},
+                {"seed", a.seed},
+                {"verdict", t.verdict},
+                {"mean_ratio", json_number(treatment_faster ? mean_ratio : 1 / mean_ratio, 6)},
+                {"mean_ratio_sigma", json_number(mean_sigma, 6)},
+                {"cpu_ratio", json_number(cpu_t.ratio, 6)},
+                {"cpu_ci_low", json_number(cpu_t.ci_low, 6)},
+                {"cpu_ci_high", json_number(cpu_t.ci_high, 6)},
+                {"vol_cs_ratio", json_number(cs_t.ratio, 6)},
+                {"vol_cs_ci_low", json_number(cs_t.ci_low, 6)},
+                {"vol_cs_ci_high", json_number(cs_t.ci_high, 6)},
+                {"arms", {{"control", arm_json(arms[0])}, {"treatment", arm_json(arms[1])}}}};
+    if (!emit_json(kCommand, a.json, doc)) return kExitOk;
     fmt::print("Benchmark: {}\n\n", shell_join(a.command));
     for (const ArmRuns& arm : arms) print_arm(arm);
     fmt::print("Summary\n");
-    fmt::print("  {} ran\n    {:.2f} ± {:.2f} times faster than {}\n",
-               treatment_faster ? "treatment" : "control", mean_ratio, mean_sigma,
-               treatment_faster ? "control" : "treatment");
+    // hyperfine's line only where the verdict backs it: "1.02 ± 0.05 times
+    // faster" above "no significant difference" reads as a result.
+    if (t.verdict == kNoDifference)
+        fmt::print(
+            "  treatment and control: no significant difference (ratio of means {:.2f} "
+            "± {:.2f})\n",
+            treatment_faster ? mean_ratio : 1 / mean_ratio, mean_sigma);
+    else
+        fmt::print("  {} ran\n    {:.2f} times faster than {} (ratio of medians)\n",
+                   t.verdict == kFaster ? "treatment" : "control",
+                   t.verdict == kFaster ? t.ratio : 1 / t.ratio,
+                   t.verdict == kFaster ? "control" : "treatment");
     fmt::print("  wall, ratio of medians (control / treatment): {:.3f}, 95% CI [{:.3f}, {:.3f}]\n",
                t.ratio, t.ci_low, t.ci_high);
     fmt::print("  CPU (user+sys), ratio of medians: {:.3f}, 95% CI [{:.3f}, {:.3f}]\n", cpu_t.ratio,
@@ -447,11 +452,12 @@ Action define_ab(CLI::App& app) {
     add_count(app, "--warmup", a->warmup, 0, 1000, "runs per arm before those, not counted", "W");
     add_file(app, "--config", a->config, "the treatment's config file (PIPESPIN_CONFIG)");
     add_count(app, "--seed", a->seed, 0, ~0ull, "the bootstrap's seed", "S");
-    app.add_flag("--json", a->json, "print one JSON object instead");
+    add_json_options(app, a->json, "the runs, their figures and the verdict");
     add_file(app, "--plot", a->plot,
              "draw the runs of both arms as a PNG (gnuplot): a box per arm (quartiles, whiskers "
-             "to min and max, a line at the median) with every run as a point; a FILE ending "
-             "in .gp gets the gnuplot script instead, data included");
+             "to min and max, a line at the median) with every run as a point, on a log axis "
+             "when the arms' medians differ more than 5x; a FILE ending in .gp gets the "
+             "gnuplot script instead, data included");
     app.add_option("CMD", a->command, "the command and its arguments");
     app.positionals_at_end();
     return [a](Args) {

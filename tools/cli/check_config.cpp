@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/resolved.h"
+#include "cli/util/json.h"
 #include "cli/util/text.h"
 #include "core/config.h"
 
@@ -28,24 +29,9 @@ constexpr std::string_view kFormatHelp =
     "'#' starts a comment at the start of a line or after a blank. Keys are the "
     "option names below; PIPESPIN_<KEY> in the environment overrides them.";
 
-// wrap()'s lines, indented by `indent` (>= 1), as comment lines: the first
-// column of the indent becomes the '#'.
-void comment_lines(std::string& out, std::string_view text, std::size_t indent) {
-    const std::string w = wrap(text, indent, 79);
-    std::string_view rest = w;
-    while (!rest.empty()) {
-        std::size_t nl = rest.find('\n');
-        if (nl == std::string_view::npos) nl = rest.size();
-        out.push_back('#');
-        out.append(rest.substr(1, nl - 1));
-        out.push_back('\n');
-        rest.remove_prefix(nl < rest.size() ? nl + 1 : nl);
-    }
-}
-
 std::string example_text() {
     std::string out;
-    auto para = [&](std::string_view text) { comment_lines(out, text, 2); };
+    auto para = [&](std::string_view text) { out += comment_lines(text, 2); };
     out += "# pipespin configuration: /etc/pipespin.conf, or the file PIPESPIN_CONFIG names\n";
     out += "# (PIPESPIN_CONFIG set but empty: no file at all).\n#\n";
     para(kFormatHelp);
@@ -92,7 +78,7 @@ std::string example_text() {
         out +=
             std::string(head.size() + tail.size() < 78 ? 79 - head.size() - tail.size() : 1, ' ');
         out += tail + "\n";
-        comment_lines(out, spec.help, 4);
+        out += comment_lines(spec.help, 4);
         out += fmt::format("{} ={}{}\n", spec.name, def.empty() ? "" : " ", def);
     }
     out +=
@@ -113,15 +99,16 @@ Action define_check_config(CLI::App& app) {
     struct Values {
         std::optional<std::string> program;
         bool example = false;
+        JsonOutput json;
         std::vector<std::string> files;
     };
     auto v = std::make_shared<Values>();
     app.description(
         "Read FILE as libpipespin.so would (the same parser and checks) and print every "
         "option's resolved value and where it came from (default or FILE:LINE), for NAME's "
-        "[program] sections when given, else for [global] only. Problems go to stderr; the "
-        "exit status is 1 if there was any. The environment is not consulted (see run "
-        "--print-config).\n"
+        "[program] sections when given, else for [global] only. Problems go to stderr (an "
+        "unknown key with the nearest known one: did you mean); the exit status is 1 if "
+        "there was any. The environment is not consulted (see run --print-config).\n"
         "--example prints a config file documenting every option with its default "
         "(preload.conf.example).");
     app.add_option("--program", v->program,
@@ -129,10 +116,12 @@ Action define_check_config(CLI::App& app) {
         ->type_name("NAME");
     app.add_flag("--example", v->example,
                  "print a config file that documents every option, instead of checking one");
+    add_json_options(app, v->json, "the resolved table and the problems");
     app.add_option("FILE", v->files, "the config file to check")->type_name("FILE");
     return [v](Args) {
         if (v->example) {
             if (!v->files.empty()) throw UsageError("check-config: --example takes no FILE");
+            if (v->json.wanted()) throw UsageError("check-config: --example is a file, not JSON");
             std::fputs(example_text().c_str(), stdout);
             return kExitOk;
         }
@@ -147,7 +136,7 @@ Action define_check_config(CLI::App& app) {
         const ProgramId id = v->program ? program_id_for(*v->program, names) : ProgramId{};
         const ConfigCheck c =
             check_config(file, true, id, nullptr, nullptr, static_cast<unsigned>(::geteuid()));
-        return print_resolved(c, file, id);
+        return print_resolved(c, file, id, v->json, "check-config");
     };
 }
 

@@ -20,6 +20,9 @@ constexpr Example kRunExamples[] = {
      "Runs perf's pipe benchmark with the shim preloaded, in its default mode (adaptive)."},
     {"pipespin run --mode fixed --spin-us 100 -- make -j8",
      "Spins up to 100 µs before every blocking pipe wait, in make and in every job it starts."},
+    {"pipespin run --summary -- sh -c 'seq 1000000 | sort | uniq -c | wc -l'",
+     "The pipeline's output as ever, then one table on stderr: what the shim did in each "
+     "program."},
     {"PIPESPIN_LOG=info pipespin run -- sh -c 'seq 1000000 | wc -l'",
      "Each process of the pipeline says what the shim did for it when it exits."},
     {"pipespin run --print-config -- nginx",
@@ -30,12 +33,17 @@ constexpr Example kCheckConfigExamples[] = {
      "What nginx's processes would resolve from the file, line by line, with its problems."},
     {"pipespin check-config --example > pipespin.conf",
      "A config file that documents every option and changes nothing yet."},
+    {"pipespin check-config --json /etc/pipespin.conf",
+     "The same table as one JSON document (docs/config.schema.json)."},
 };
 constexpr Example kStatsExamples[] = {
     {"pipespin run --stats /tmp/s.jsonl -- make -j8 && pipespin stats /tmp/s.jsonl",
      "What the shim did in each program of a build: waits, spins, the sleeps they avoided."},
     {"pipespin stats --compare --plot waits.png /var/tmp/ab-*.jsonl",
      "An A/B test's lines (PIPESPIN_AB=50 on a fleet): did the treatment arm wait less?"},
+    {"pipespin stats --advise /var/tmp/ab-*.jsonl > advice.conf",
+     "The config file the same lines support: mode = off where the treatment was slower, "
+     "a spin_us that fits the peer's answers, each with its evidence."},
 };
 constexpr Example kAbExamples[] = {
     {"pipespin ab -n 20 -- make -j8",
@@ -53,21 +61,25 @@ constexpr Example kPingpongExamples[] = {
 
 constexpr Command kCommands[] = {
     {"run", "run a command with libpipespin.so preloaded",
-     "run [--print-config] [OPTIONS] [--] CMD [ARGS...]", define_run, kRunExamples},
+     "run [-s|--summary] [--json] [--export-json FILE] [OPTIONS] [--] CMD [ARGS...]\n"
+     "run --print-config [--json] [OPTIONS] [--] CMD [ARGS...]",
+     define_run, kRunExamples},
     {"check-config", "what a config file resolves to, and where each value comes from",
-     "check-config [--program NAME] FILE\ncheck-config --example", define_check_config,
-     kCheckConfigExamples},
+     "check-config [--program NAME] [--json] [--export-json FILE] FILE\ncheck-config --example",
+     define_check_config, kCheckConfigExamples},
     {"stats", "what the shim did, from the statistics lines processes wrote",
-     "stats [--json] FILE...\n"
-     "stats --compare [--program NAME] [--margin PCT] [--seed S] [--json] [--plot OUT] FILE...",
+     "stats [--json] [--export-json FILE] FILE...\n"
+     "stats --compare [--program NAME] [--margin PCT] [--seed S] [--json] [--plot OUT] FILE...\n"
+     "stats --advise [--program NAME] [--margin PCT] [--seed S] [--json] FILE...",
      define_stats, kStatsExamples},
     {"ab", "A/B test: is a command faster with the shim spinning than off?",
-     "ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--plot FILE] [--] CMD "
-     "[ARGS...]",
+     "ab [-n N] [--warmup W] [--config FILE] [--seed S] [--json] [--export-json FILE] "
+     "[--plot FILE] [--] CMD [ARGS...]",
      define_ab, kAbExamples},
     {"pingpong", "time a pipe ping-pong with and without the shim on this machine",
-     "pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N] [--json]", define_pingpong,
-     kPingpongExamples},
+     "pingpong [--threads] [--iterations N] [--rounds R] [--spin-us N] [--json] "
+     "[--export-json FILE]",
+     define_pingpong, kPingpongExamples},
     {"pingpong-worker",
      "what pingpong runs once per sample",
      "pingpong-worker LOOP [OPTIONS] N",

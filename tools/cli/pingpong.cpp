@@ -21,7 +21,7 @@
 #include "cli/commands.h"
 #include "cli/util/args.h"
 #include "cli/util/environment.h"
-#include "cli/util/json_writer.h"
+#include "cli/util/json.h"
 #include "cli/util/library.h"
 #include "cli/util/spawn.h"
 #include "cli/util/statistics.h"
@@ -38,7 +38,7 @@ constexpr std::uint64_t kDefaultRounds = 7;
 
 struct PingpongArgs {
     bool threads = false;
-    bool json = false;
+    JsonOutput json;
     std::uint64_t iterations = kDefaultIterations;
     std::uint64_t rounds = kDefaultRounds;
     std::optional<std::uint32_t> spin_us;  // unset: the shim's default
@@ -88,33 +88,25 @@ void print_table(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm&
         "thread (no shim): its ratio bounds the speedup any spinning could reach here.\n");
 }
 
-void print_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& floor,
-                std::uint32_t spin_us, const std::string& library) {
+Json pingpong_json(const PingpongArgs& a, const std::vector<Arm>& arms, const Arm& floor,
+                   std::uint32_t spin_us, const std::string& library) {
     const double base = summarize(arms.front().samples).median;
     auto object = [&](const Arm& arm) {
         Summary s = summarize(arm.samples);
-        return JsonObject()
-            .str("name", arm.name)
-            .fixed("median_us", s.median, 4)
-            .fixed("min_us", s.min, 4)
-            .fixed("max_us", s.max, 4)
-            .fixed("ratio", base / s.median, 4)
-            .raw("samples_us", json_fixed_array(arm.samples, 4))
-            .text();
+        return Json{{"name", arm.name},
+                    {"median_us", json_number(s.median, 4)},
+                    {"min_us", json_number(s.min, 4)},
+                    {"max_us", json_number(s.max, 4)},
+                    {"ratio", json_number(base / s.median, 4)},
+                    {"samples_us", json_numbers(arm.samples, 4)}};
     };
-    std::vector<std::string> configurations;
+    Json configurations = Json::array();
     for (const Arm& arm : arms) configurations.push_back(object(arm));
-    fmt::print("{}\n", JsonObject()
-                           .str("benchmark", "pingpong")
-                           .str("peers", a.threads ? "threads" : "processes")
-                           .num("iterations", a.iterations)
-                           .num("rounds", a.rounds)
-                           .num("spin_us", spin_us)
-                           .num("usable_cpus", sys::usable_cpus())
-                           .str("library", library)
-                           .raw("configurations", json_array(configurations))
-                           .raw("floor", object(floor))
-                           .text());
+    return {{"benchmark", "pingpong"},    {"peers", a.threads ? "threads" : "processes"},
+            {"iterations", a.iterations}, {"rounds", a.rounds},
+            {"spin_us", spin_us},         {"usable_cpus", sys::usable_cpus()},
+            {"library", library},         {"configurations", std::move(configurations)},
+            {"floor", object(floor)}};
 }
 
 int pingpong(const PingpongArgs& a) {
@@ -138,7 +130,7 @@ int pingpong(const PingpongArgs& a) {
     Arm floor{"floor (1 thread)", envs.of(kArmKinds[0]), args({"floor"}, false), {}};
 
     // Progress only for a person watching; scripts and --json get clean output.
-    const bool progress = !a.json && ::isatty(STDERR_FILENO);
+    const bool progress = !a.json.print && ::isatty(STDERR_FILENO);
     for (std::uint64_t r = 0; r < a.rounds; ++r) {
         if (progress) fmt::print(stderr, "\rround {}/{} ", r + 1, a.rounds);
         for (Arm& arm : arms) arm.samples.push_back(run_worker(exe, arm));
@@ -147,9 +139,7 @@ int pingpong(const PingpongArgs& a) {
     if (progress) fmt::print(stderr, "\r{:20}\r", "");
 
     const std::uint32_t spin_us = a.spin_us.value_or(Options{}.spin_us);
-    if (a.json)
-        print_json(a, arms, floor, spin_us, library);
-    else
+    if (emit_json("pingpong", a.json, pingpong_json(a, arms, floor, spin_us, library)))
         print_table(a, arms, floor, spin_us, library);
     return kExitOk;
 }
@@ -170,7 +160,7 @@ Action define_pingpong(CLI::App& app) {
     add_count(app, "--rounds", a->rounds, 1, 10'000, "samples per configuration", "R");
     add_setting(app, option_spec(OptionId::SpinUs), a->spin_us,
                 "the shim's spin_us in every shim configuration");
-    app.add_flag("--json", a->json, "print one JSON object instead");
+    add_json_options(app, a->json, "the samples and medians of every configuration");
     return [a](Args) { return pingpong(*a); };
 }
 

@@ -3,7 +3,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -50,8 +52,66 @@ ProgramId program_id_for_command(const std::string& path, std::string_view argv0
     return id;
 }
 
-int print_resolved(const ConfigCheck& c, std::string_view file, const ProgramId& program) {
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diag = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// "...: unknown key 'spin-us'; ignored" gets "; did you mean 'spin_us'?"
+// when a known key is close (a third of its letters, at least 2, differ).
+std::string with_suggestion(const std::string& problem) {
+    constexpr std::string_view kUnknown = "unknown key '";
+    const std::size_t at = problem.find(kUnknown);
+    if (at == std::string::npos) return problem;
+    const std::size_t start = at + kUnknown.size();
+    const std::size_t end = problem.find('\'', start);
+    if (end == std::string::npos) return problem;
+    const std::string_view key = std::string_view(problem).substr(start, end - start);
+    std::string_view best;
+    std::size_t best_d = std::max<std::size_t>(2, key.size() / 3) + 1;
+    for (const OptionSpec& spec : option_table()) {
+        const std::size_t d = edit_distance(key, spec.name);
+        if (d < best_d) best = spec.name, best_d = d;
+    }
+    return best.empty() ? problem : fmt::format("{}; did you mean '{}'?", problem, best);
+}
+
+}  // namespace
+
+int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program,
+                   const JsonOutput& json, std::string_view command) {
+    ConfigCheck c = check;
+    for (std::string& p : c.problems) p = with_suggestion(p);
     for (const std::string& p : c.problems) fmt::print(stderr, "pipespin: {}\n", p);
+    Json options = Json::array();
+    for (std::size_t i = 0; i < kOptionCount; ++i) {
+        const OptionSpec& spec = option_table()[i];
+        options.push_back(
+            {{"name", spec.name}, {"value", format_option(spec, c.options)}, {"from", c.where[i]}});
+    }
+    Json who = nullptr;
+    if (!program.exe_name.empty())
+        who = {{"name", program.exe_name},
+               {"argv0", program.argv0_name},
+               {"path", program.exe_path.empty() ? Json(nullptr) : Json(program.exe_path)}};
+    const Json doc = {{"config", file.empty() ? Json(nullptr) : Json(file)},
+                      {"program", std::move(who)},
+                      {"options", std::move(options)},
+                      {"problems", c.problems},
+                      {"problem_count", c.problem_count}};
+    if (!emit_json(command, json, doc)) return c.problem_count != 0 ? kExitFailure : kExitOk;
     fmt::print("config:  {}\n", file.empty() ? "none" : printable(file));
     if (!program.exe_name.empty()) {
         fmt::print("program: {}", printable(program.exe_name));

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/util/json.h"
 #include "core/config.h"
 
 namespace pipespin::cli {
@@ -20,7 +21,9 @@ ProgramId program_id_for(std::string_view name, ProgramNames& storage);
 // its #! interpreter), started as argv0.
 ProgramId program_id_for_command(const std::string& path, std::string_view argv0,
                                  ProgramNames& storage);
-// Prints problems (stderr) and the resolved table (stdout); the exit status.
-int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program);
+// Prints problems (stderr) and the resolved table (stdout, or the same as
+// JSON as `json` asks); the exit status. `command` names it in errors.
+int print_resolved(const ConfigCheck& check, std::string_view file, const ProgramId& program,
+                   const JsonOutput& json, std::string_view command);
 
 }  // namespace pipespin::cli

@@ -8,10 +8,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/stats/advise.h"
 #include "cli/stats/compare.h"
 #include "cli/stats/lines.h"
 #include "cli/util/args.h"
-#include "cli/util/json_writer.h"
+#include "cli/util/json.h"
 #include "cli/util/text.h"
 
 namespace pipespin::cli {
@@ -44,44 +45,56 @@ std::string via_text(const StatsGroup& g) {
     return out;
 }
 
-std::string group_json(const StatsGroup& g) {
+Json group_json(const StatsGroup& g) {
     WaitHist waits[kWaitEnds];
     total_waits(g.counters, waits);
-    return fmt::format(
-        "{{\"program\":{},\"arm\":{},\"processes\":{},\"running\":{},\"wall_us\":{},"
-        "\"sleeps_avoided\":{},\"counters\":{},\"via\":{},\"rusage\":{},\"waits\":{}}}",
-        json_string(g.program), json_string(g.arm), g.processes, g.running, g.wall_us,
-        g.counters.total().spin_hits, snapshot_json(g.counters), via_json(g.counters),
-        rusage_json(g.rusage), waits_json(waits));
+    return {{"program", g.program},
+            {"arm", g.arm},
+            {"processes", g.processes},
+            {"running", g.running},
+            {"wall_us", g.wall_us},
+            {"sleeps_avoided", g.counters.total().spin_hits},
+            {"counters", snapshot_json(g.counters)},
+            {"via", via_json(g.counters)},
+            {"rusage", rusage_json(g.rusage)},
+            {"waits", waits_json(waits)}};
 }
 
-int stats_run(const std::vector<std::string>& files, bool json, bool compare, CompareArgs ca) {
+enum class StatsMode { Table, Compare, Advise };
+
+int stats_run(const std::vector<std::string>& files, StatsMode mode, const CompareArgs& ca) {
     const LoadedStats st = load_stats(files);
     if (st.bad_lines > 0)
         fmt::print(stderr,
                    "pipespin: warning: stats: skipped {} of {} lines that are not "
                    "statistics lines (first: {})\n",
                    st.bad_lines, st.lines, printable(st.first_problem));
-    if (compare) {
-        ca.json = json;
-        return compare_stats(st, ca);
-    }
+    if (st.records.empty())
+        throw Failure(kExitFailure,
+                      fmt::format("stats: no statistics line in {} ({} line{} read{}); hint: "
+                                  "processes write them where PIPESPIN_STATS says, e.g. "
+                                  "`pipespin run --stats FILE -- CMD`",
+                                  shell_join(files), st.lines, st.lines == 1 ? "" : "s",
+                                  st.lines > 0 ? fmt::format(", first problem: {}",
+                                                             printable(st.first_problem))
+                                               : ""));
+    if (mode == StatsMode::Compare) return compare_stats(st, ca);
+    if (mode == StatsMode::Advise) return advise_stats(st, ca, files);
     const std::vector<StatsGroup> groups = group_stats(st.records);
     std::vector<std::string> arms;
     for (const ProcessRecord& r : st.records)
         if (std::find(arms.begin(), arms.end(), r.arm) == arms.end()) arms.push_back(r.arm);
     std::sort(arms.begin(), arms.end());
 
-    if (json) {
-        std::vector<std::string> gs, ts;
-        for (const StatsGroup& g : groups) gs.push_back(group_json(g));
-        for (const std::string& arm : arms) ts.push_back(group_json(total_of(st.records, arm)));
-        fmt::print(
-            "{{\"lines\":{},\"bad_lines\":{},\"processes\":{},\"groups\":[{}],"
-            "\"arms\":[{}]}}\n",
-            st.lines, st.bad_lines, st.records.size(), fmt::join(gs, ","), fmt::join(ts, ","));
-        return kExitOk;
-    }
+    Json doc = {{"lines", st.lines},
+                {"bad_lines", st.bad_lines},
+                {"processes", st.records.size()},
+                {"groups", Json::array()},
+                {"arms", Json::array()}};
+    for (const StatsGroup& g : groups) doc["groups"].push_back(group_json(g));
+    for (const std::string& arm : arms)
+        doc["arms"].push_back(group_json(total_of(st.records, arm)));
+    if (!emit_json("stats", ca.json, doc)) return kExitOk;
     fmt::print("{:<16} {:<9} {:>6} {:>8} {:>10} {:>9} {:>9} {:>6} {:>9} {:>9} {:>9} {:>9}\n",
                "program", "arm", "procs", "wall s", "calls", "waits", "spins", "hit %", "avoided",
                "spin ms", "sleep ms", "MiB");
@@ -113,7 +126,7 @@ int stats_run(const std::vector<std::string>& files, bool json, bool compare, Co
 
 Action define_stats(CLI::App& app) {
     struct Values {
-        bool json = false, compare = false;
+        bool compare = false, advise = false;
         CompareArgs ca;
         std::vector<std::string> files;
         std::vector<const CLI::Option*> compare_only;
@@ -127,22 +140,36 @@ Action define_stats(CLI::App& app) {
         "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
         "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
         "spins came through. Only the last line of each process counts (interval lines are "
-        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'.\n"
+        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'. "
+        "Files without a statistics line are an error.\n"
         "--compare: control against treatment, per program and overall, each process (or "
         "each period of a switchback process) one sample: wall time per call, time blocked "
         "per wait, CPU per MiB moved and context switches per call, each as the ratio of the "
-        "arms' medians (control/treatment) with a 95% bootstrap interval (10000 resamples) "
+        "arms' medians (control/treatment) with a bootstrap interval (10000 resamples) "
         "and a verdict in the words of pipespin ab: faster or slower only when the whole "
         "interval lies beyond 1 + PCT/100 or its inverse, else no significant difference; "
-        "fewer than 5 samples in an arm: no verdict, and a warning.");
-    app.add_flag("--json", v->json,
-                 "print one JSON object instead: with --compare its verdicts, else the table "
-                 "with a \"via\" object, the resource usage and the wait histograms per group");
+        "fewer than 5 samples in an arm: no verdict, and a warning. The primary line, wall "
+        "per call of all programs together (or of the one program), is the experiment's "
+        "verdict, at 95%; the other lines are one family, each interval widened to "
+        "1 - 0.05/m for its m lines, so that an experiment without an effect shows no "
+        "verdict on any line 95% of the time.\n"
+        "--advise: the config file the evidence supports, per program: mode = off where the "
+        "treatment was slower, a larger or smaller spin_us where the treatment's wait "
+        "histograms say the peer answers later or sooner than the budget, nothing without "
+        "evidence; each suggestion says its evidence in a comment (pipespin check-config "
+        "accepts the file).");
+    add_json_options(app, v->ca.json,
+                     "the report (with --compare its verdicts, with --advise the suggestions "
+                     "and the file; else the table with a \"via\" object, the resource usage "
+                     "and the wait histograms per group)");
     app.add_flag("--compare", v->compare, "compare the control arm with the treatment arm");
+    app.add_flag("--advise", v->advise,
+                 "print the config file that the comparison's evidence supports");
     v->compare_only.push_back(add_count(app, "--seed", v->ca.seed, 0, ~0ull,
-                                        "the bootstrap's seed (with --compare)", "S"));
+                                        "the bootstrap's seed (with --compare, --advise)", "S"));
     CLI::Option* margin =
-        app.add_option("--margin", "how far beyond 1 a ratio must be to count (with --compare)")
+        app.add_option("--margin",
+                       "how far beyond 1 a ratio must be to count (with --compare, --advise)")
             ->type_name("PCT")
             ->default_str("5");
     margin->each([v](const std::string& text) {
@@ -152,20 +179,26 @@ Action define_stats(CLI::App& app) {
     v->compare_only.push_back(app.add_option_function<std::string>(
                                      "--program",
                                      [v](const std::string& name) { v->ca.program = name; },
-                                     "compare this program only (with --compare)")
+                                     "this program only (with --compare, --advise)")
                                   ->type_name("NAME"));
-    v->compare_only.push_back(add_file(
+    const CLI::Option* plot = add_file(
         app, "--plot", v->ca.plot,
         "draw the wait-time distributions of both arms (with --compare; of NAME, or of all "
         "programs) as a PNG with gnuplot; OUT.gp writes the script instead, data included",
-        "OUT.png|OUT.gp"));
+        "OUT.png|OUT.gp");
     app.add_option("FILE", v->files, "a file of statistics lines")->type_name("FILE");
-    return [v](Args) {
+    return [v, plot](Args) {
         if (v->files.empty()) throw UsageError("stats: missing FILE");
+        if (v->compare && v->advise) throw UsageError("stats: --compare or --advise, not both");
         for (const CLI::Option* o : v->compare_only)
-            if (o->count() > 0 && !v->compare)
-                throw UsageError("stats: --seed, --margin, --program and --plot go with --compare");
-        return stats_run(v->files, v->json, v->compare, v->ca);
+            if (o->count() > 0 && !v->compare && !v->advise)
+                throw UsageError(
+                    "stats: --seed, --margin and --program go with --compare or --advise");
+        if (plot->count() > 0 && !v->compare) throw UsageError("stats: --plot goes with --compare");
+        const StatsMode mode = v->compare  ? StatsMode::Compare
+                               : v->advise ? StatsMode::Advise
+                                           : StatsMode::Table;
+        return stats_run(v->files, mode, v->ca);
     };
 }
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "bench/matrix/matrix.h"
-#include "cli/util/json_writer.h"
+#include "cli/util/json.h"
 #include "cli/util/text.h"
 
 namespace pipespin::bench::matrix {
@@ -298,101 +298,89 @@ std::string acceptance_table(const Report& rep) {
 }
 
 template <typename Field>
-std::string sample_list(const ArmResult& a, Field field) {
-    std::vector<std::string> v;
+Json sample_list(const ArmResult& a, Field field) {
+    Json v = Json::array();
     for (const Sample& s : a.samples) v.push_back(field(s));
-    return json_array(v);
+    return v;
 }
 
 // One figure of every sample, with `digits` decimals: [a,b,...].
-std::string sample_figures(const ArmResult& a, double Sample::*field, int digits) {
+Json sample_figures(const ArmResult& a, double Sample::*field, int digits) {
     std::vector<double> v;
     for (const Sample& s : a.samples) v.push_back(s.*field);
-    return json_fixed_array(v, digits);
+    return json_numbers(v, digits);
 }
 
-std::string arm_json(const CaseRun& r, std::size_t i) {
+Json arm_json(const CaseRun& r, std::size_t i) {
     const ArmResult& a = r.arms[i];
     const auto ops = static_cast<double>(r.spec.ops);
-    JsonObject o;
-    o.str("name", kArms[i].name)
-        .fixed("median_wall_us", a.wall.median, 1)
-        .fixed("median_cpu_us", a.cpu.median, 1)
-        .fixed("wall_ratio", a.wall_ratio, 4)
-        .fixed("cpu_ratio", a.cpu_ratio, 4)
-        .fixed("cpu_us_per_op", a.cpu.median / ops, 4)
-        .fixed("median_vol_cs", a.vol_cs.median, 1)
-        .fixed("median_invol_cs", a.invol_cs.median, 1)
-        .fixed("vol_cs_per_op", a.vol_cs.median / ops, 6)
-        .fixed("invol_cs_per_op", a.invol_cs.median / ops, 6)
-        .raw("median_figure",
-             json_fixed(a.figure ? std::optional(a.figure->median) : std::nullopt, 4))
-        .raw("wall_us", sample_figures(a, &Sample::wall_us, 1))
-        .raw("cpu_us", sample_figures(a, &Sample::cpu_us, 1))
-        .raw("vol_cs", sample_figures(a, &Sample::vol_cs, 1))
-        .raw("invol_cs", sample_figures(a, &Sample::invol_cs, 1))
-        .raw("figure", sample_list(a, [](const Sample& s) { return json_fixed(s.figure, 4); }));
+    Json o = {{"name", kArms[i].name},
+              {"median_wall_us", json_number(a.wall.median, 1)},
+              {"median_cpu_us", json_number(a.cpu.median, 1)},
+              {"wall_ratio", json_number(a.wall_ratio, 4)},
+              {"cpu_ratio", json_number(a.cpu_ratio, 4)},
+              {"cpu_us_per_op", json_number(a.cpu.median / ops, 4)},
+              {"median_vol_cs", json_number(a.vol_cs.median, 1)},
+              {"median_invol_cs", json_number(a.invol_cs.median, 1)},
+              {"vol_cs_per_op", json_number(a.vol_cs.median / ops, 6)},
+              {"invol_cs_per_op", json_number(a.invol_cs.median / ops, 6)},
+              {"median_figure",
+               json_number(a.figure ? std::optional(a.figure->median) : std::nullopt, 4)},
+              {"wall_us", sample_figures(a, &Sample::wall_us, 1)},
+              {"cpu_us", sample_figures(a, &Sample::cpu_us, 1)},
+              {"vol_cs", sample_figures(a, &Sample::vol_cs, 1)},
+              {"invol_cs", sample_figures(a, &Sample::invol_cs, 1)},
+              {"figure", sample_list(a, [](const Sample& s) { return json_number(s.figure, 4); })}};
     if (r.spec.switch_marks.on())
-        o.raw("placement", sample_list(a, [&](const Sample& s) {
-                  return json_string(placement_name(
-                      placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
-              }));
-    if (r.spec.figure == Figure::PlacedUsPerOp)
-        o.raw("same_cpu",
-              sample_list(a, [](const Sample& s) { return std::to_string(s.same_cpu); }))
-            .raw("cpu_samples",
-                 sample_list(a, [](const Sample& s) { return std::to_string(s.cpu_samples); }));
-    return o.text();
-}
-
-std::string case_json(const Report& rep, const CaseRun& r) {
-    std::vector<std::string> arms;
-    for (std::size_t i : rep.arms) arms.push_back(arm_json(r, i));
-    std::string floor = "null";
-    if (r.floor)
-        floor = JsonObject()
-                    .str("command", shell_join(floor_argv(r.spec)))
-                    .fixed("median_us_per_op", r.floor->median, 4)
-                    .raw("us_per_op", json_fixed_array(r.floor_samples, 4))
-                    .raw("bound", json_fixed(r.bound, 4))
-                    .text();
-    std::vector<std::string> groups;
-    for (const RoundGroup& g : r.groups) {
-        JsonObject medians;
-        for (std::size_t i : rep.arms) medians.fixed(kArms[i].name, g.median[i], 4);
-        groups.push_back(JsonObject()
-                             .str("name", g.name)
-                             .raw("rounds", fmt::format("[{}]", fmt::join(g.rounds, ",")))
-                             .raw("median", medians.text())
-                             .text());
+        o["placement"] = sample_list(a, [&](const Sample& s) {
+            return Json(
+                placement_name(placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
+        });
+    if (r.spec.figure == Figure::PlacedUsPerOp) {
+        o["same_cpu"] = sample_list(a, [](const Sample& s) { return Json(s.same_cpu); });
+        o["cpu_samples"] = sample_list(a, [](const Sample& s) { return Json(s.cpu_samples); });
     }
-    return JsonObject()
-        .str("id", r.spec.id)
-        .str("command", shell_join(r.spec.argv))
-        .num("ops", r.spec.ops)
-        .str("op", r.spec.op)
-        .str("cpu", r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree")
-        .raw("arms", json_array(arms))
-        .raw("floor", floor)
-        .raw("groups", json_array(groups))
-        .text();
+    return o;
 }
 
-std::string check_json(const Check& c) {
-    return JsonObject()
-        .str("check", c.what)
-        .str("value", c.value)
-        .str("threshold", c.threshold)
-        .raw("bound", json_fixed(c.bound, 4))
-        .raw("interval", c.interval
-                             ? json_fixed_array(std::array{c.interval->low, c.interval->high}, 4)
-                             : "null")
-        .raw("resolved", c.resolved ? (*c.resolved ? "true" : "false") : "null")
-        .str("result", verdict_name(c.verdict))
-        .raw("pass", c.verdict == Verdict::Pass   ? "true"
-                     : c.verdict == Verdict::Fail ? "false"
-                                                  : "null")
-        .text();
+Json case_json(const Report& rep, const CaseRun& r) {
+    Json arms = Json::array();
+    for (std::size_t i : rep.arms) arms.push_back(arm_json(r, i));
+    Json floor = nullptr;
+    if (r.floor)
+        floor = {{"command", shell_join(floor_argv(r.spec))},
+                 {"median_us_per_op", json_number(r.floor->median, 4)},
+                 {"us_per_op", json_numbers(r.floor_samples, 4)},
+                 {"bound", json_number(r.bound, 4)}};
+    Json groups = Json::array();
+    for (const RoundGroup& g : r.groups) {
+        Json medians = Json::object();
+        for (std::size_t i : rep.arms)
+            medians[std::string(kArms[i].name)] = json_number(g.median[i], 4);
+        groups.push_back({{"name", g.name}, {"rounds", g.rounds}, {"median", std::move(medians)}});
+    }
+    return {{"id", r.spec.id},
+            {"command", shell_join(r.spec.argv)},
+            {"ops", r.spec.ops},
+            {"op", r.spec.op},
+            {"cpu", r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree"},
+            {"arms", std::move(arms)},
+            {"floor", std::move(floor)},
+            {"groups", std::move(groups)}};
+}
+
+Json check_json(const Check& c) {
+    return {{"check", c.what},
+            {"value", c.value},
+            {"threshold", c.threshold},
+            {"bound", json_number(c.bound, 4)},
+            {"interval", c.interval ? json_numbers(std::array{c.interval->low, c.interval->high}, 4)
+                                    : Json(nullptr)},
+            {"resolved", c.resolved ? Json(*c.resolved) : Json(nullptr)},
+            {"result", verdict_name(c.verdict)},
+            {"pass", c.verdict == Verdict::Pass   ? Json(true)
+                     : c.verdict == Verdict::Fail ? Json(false)
+                                                  : Json(nullptr)}};
 }
 
 }  // namespace
@@ -413,34 +401,32 @@ std::string markdown(const Report& rep) {
 }
 
 std::string json(const Report& rep) {
-    std::vector<std::string> cases, checks, notes, arms;
+    Json cases = Json::array(), checks = Json::array(), arms = Json::array();
     for (const CaseRun& r : rep.runs) cases.push_back(case_json(rep, r));
     for (const Check& c : acceptance(rep)) checks.push_back(check_json(c));
-    for (const std::string& n : rep.notes) notes.push_back(json_string(n));
-    for (std::size_t i : rep.arms) arms.push_back(json_string(kArms[i].name));
-    return JsonObject()
-               .str("benchmark", "matrix")
-               .str("command", rep.command)
-               .str("date", rep.host.date)
-               .str("system", rep.host.system)
-               .str("cpu_model", rep.host.cpu_model)
-               .num("online_cpus", rep.host.online_cpus)
-               .num("usable_cpus", rep.host.usable_cpus)
-               .str("load_before", rep.host.load_before)
-               .str("load_after", rep.host.load_after)
-               .str("library", rep.library)
-               .raw("empty_library", rep.empty_library ? json_string(*rep.empty_library) : "null")
-               .raw("bss_bytes", rep.bss_bytes ? std::to_string(*rep.bss_bytes) : "null")
-               .num("spin_us", rep.spin_us)
-               .num("rounds", rep.args->rounds)
-               .num("quick", rep.args->quick)
-               .fixed("elapsed_s", rep.elapsed_s, 1)
-               .raw("arms", json_array(arms))
-               .raw("notes", json_array(notes))
-               .raw("cases", json_array(cases))
-               .raw("acceptance", json_array(checks))
-               .text() +
-           "\n";
+    for (std::size_t i : rep.arms) arms.push_back(kArms[i].name);
+    const Json doc = {
+        {"benchmark", "matrix"},
+        {"command", rep.command},
+        {"date", rep.host.date},
+        {"system", rep.host.system},
+        {"cpu_model", rep.host.cpu_model},
+        {"online_cpus", rep.host.online_cpus},
+        {"usable_cpus", rep.host.usable_cpus},
+        {"load_before", rep.host.load_before},
+        {"load_after", rep.host.load_after},
+        {"library", rep.library},
+        {"empty_library", rep.empty_library ? Json(*rep.empty_library) : Json(nullptr)},
+        {"bss_bytes", rep.bss_bytes ? Json(*rep.bss_bytes) : Json(nullptr)},
+        {"spin_us", rep.spin_us},
+        {"rounds", rep.args->rounds},
+        {"quick", rep.args->quick},
+        {"elapsed_s", json_number(rep.elapsed_s, 1)},
+        {"arms", std::move(arms)},
+        {"notes", rep.notes},
+        {"cases", std::move(cases)},
+        {"acceptance", std::move(checks)}};
+    return json_text(doc) + "\n";
 }
 
 }  // namespace pipespin::bench::matrix

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "cli/util/errors.h"
-#include "cli/util/json_writer.h"
 #include "cli/util/plot.h"
 #include "cli/util/statistics.h"
 #include "cli/util/text.h"
@@ -16,9 +15,6 @@
 namespace pipespin::cli {
 
 namespace {
-
-constexpr int kControl = 0, kTreatment = 1;
-constexpr const char* kAll = "(all)";
 
 // One sample: a process image or a switchback period.
 struct Sample {
@@ -107,7 +103,7 @@ int arm_index(std::string_view arm) {
 std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
     std::map<std::string, Group> by_program;
     Group all;
-    all.program = kAll;
+    all.program = kAllPrograms;
     auto add = [&](const std::string& program, std::string_view arm, const Sample& s, bool period,
                    bool partial = false) {
         // A process without a call on a pipe (a shell that only execs) has
@@ -141,67 +137,33 @@ std::vector<Group> collect(const LoadedStats& st, const CompareArgs& a) {
     return out;
 }
 
-struct Result {
-    std::vector<double> values[2];
-    std::optional<RatioTest> test;  // nullopt: too few samples
-    double median(int arm) const { return summarize(values[arm]).median; }
-};
-
 // A measure's values in both arms. For (all), each program's values are
 // divided by the median of its own control arm before they are pooled:
 // programs whose figures differ by orders of magnitude (µs per call of a
 // ping-pong, ms of a batch job) and whose arms hold different numbers of
 // their processes would otherwise compare the mix, not the treatment.
-Result evaluate(const Group& g, const Measure& m, const CompareArgs& a) {
-    Result r;
+void evaluate(const Group& g, const Measure& m, MeasureResult& r) {
     auto values = [&](const Group& of, int arm, double scale) {
         for (const Sample& s : of.samples[arm])
             if (const std::optional<double> v = m.of(s)) r.values[arm].push_back(*v / scale);
     };
     if (g.parts.empty()) {
         for (int arm : {kControl, kTreatment}) values(g, arm, 1);
-    } else {
-        for (const Group* part : g.parts) {
-            Result own;
-            for (const Sample& s : part->samples[kControl])
-                if (const std::optional<double> v = m.of(s)) own.values[kControl].push_back(*v);
-            const double scale = own.values[kControl].empty() ? 0 : own.median(kControl);
-            if (!(scale > 0)) continue;  // no control figure to relate to
-            for (int arm : {kControl, kTreatment}) values(*part, arm, scale);
-        }
+        return;
     }
-    if (r.values[kControl].size() >= kCompareMinSamples &&
-        r.values[kTreatment].size() >= kCompareMinSamples)
-        r.test = bootstrap_ratio(r.values[kControl], r.values[kTreatment], a.seed, a.margin);
-    return r;
+    for (const Group* part : g.parts) {
+        std::vector<double> own;
+        for (const Sample& s : part->samples[kControl])
+            if (const std::optional<double> v = m.of(s)) own.push_back(*v);
+        const double scale = own.empty() ? 0 : summarize(own).median;
+        if (!(scale > 0)) continue;  // no control figure to relate to
+        for (int arm : {kControl, kTreatment}) values(*part, arm, scale);
+    }
 }
 
-std::string number_json(double v) {
-    return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null";
-}
-
-std::string figure(double v) {
-    if (!std::isfinite(v)) return "-";
-    return std::abs(v) >= 100 ? fmt::format("{:.1f}", v) : fmt::format("{:.4g}", v);
-}
-
-std::string samples_text(const Group& g) {
-    std::string from = fmt::format("{} process{}", g.processes, g.processes == 1 ? "" : "es");
-    if (g.periods > 0)
-        from += fmt::format(", {} switchback period{}", g.periods, g.periods == 1 ? "" : "s");
-    if (g.partial > 0)
-        from += fmt::format("; {} partial period{} left out", g.partial, g.partial == 1 ? "" : "s");
-    return fmt::format("{} control and {} treatment samples ({})", g.samples[kControl].size(),
-                       g.samples[kTreatment].size(), from);
-}
-
-void warn_too_few(const Group& g) {
-    const std::size_t c = g.samples[kControl].size(), t = g.samples[kTreatment].size();
-    if (c >= kCompareMinSamples && t >= kCompareMinSamples) return;
-    fmt::print(stderr,
-               "pipespin: warning: stats --compare: {}: {} control and {} treatment samples, too "
-               "few to decide (at least {} per arm)\n",
-               printable(g.program), c, t, kCompareMinSamples);
+bool testable(const MeasureResult& r) {
+    return r.values[kControl].size() >= kCompareMinSamples &&
+           r.values[kTreatment].size() >= kCompareMinSamples;
 }
 
 // ---- the plot -----------------------------------------------------------------
@@ -231,7 +193,7 @@ std::vector<double> shares(const WaitHist (&w)[kWaitEnds]) {
 
 // The chart: the data inline, so that FILE.gp alone redraws it (and a test
 // renders it as a table to compare with the --json figures).
-Chart waits_chart(const Group& g, const Result& wall, const CompareArgs& a) {
+Chart waits_chart(const CompareGroup& g, const MeasureResult& wall, const CompareArgs& a) {
     std::uint64_t n[2] = {};
     for (int arm : {kControl, kTreatment})
         for (const WaitHist& h : g.waits[arm]) n[arm] += h.count();
@@ -267,118 +229,182 @@ Chart waits_chart(const Group& g, const Result& wall, const CompareArgs& a) {
 
 // ---- output -------------------------------------------------------------------
 
-std::string group_json(const Group& g, const CompareArgs& a) {
-    JsonObject measures;
-    for (const Measure& m : kMeasures) {
-        const Result r = evaluate(g, m, a);
-        auto arm = [&](int i) {
-            return JsonObject()
-                .num("samples", r.values[i].size())
-                .raw("median", r.values[i].empty() ? "null" : number_json(r.median(i)))
-                .text();
-        };
-        JsonObject measure;
-        measure.raw("control", arm(kControl)).raw("treatment", arm(kTreatment));
-        if (r.test)
-            measure.raw("ratio", number_json(r.test->ratio))
-                .raw("ci_low", number_json(r.test->ci_low))
-                .raw("ci_high", number_json(r.test->ci_high))
-                .str("verdict", r.test->verdict);
-        else
-            measure.raw("ratio", "null")
-                .raw("ci_low", "null")
-                .raw("ci_high", "null")
-                .raw("verdict", "null");
-        measures.raw(m.key, measure.text());
-    }
-    return JsonObject()
-        .str("program", g.program)
-        .raw("samples", JsonObject()
-                            .num("control", g.samples[kControl].size())
-                            .num("treatment", g.samples[kTreatment].size())
-                            .text())
-        .num("processes", g.processes)
-        .num("periods", g.periods)
-        .num("partial_periods", g.partial)
-        .num("relative", !g.parts.empty())
-        .num("too_few", g.samples[kControl].size() < kCompareMinSamples ||
-                            g.samples[kTreatment].size() < kCompareMinSamples)
-        .raw("measures", measures.text())
-        .raw("waits", JsonObject()
-                          .raw("control", waits_json(g.waits[kControl]))
-                          .raw("treatment", waits_json(g.waits[kTreatment]))
-                          .text())
-        .text();
+std::string figure(double v) {
+    if (!std::isfinite(v)) return "-";
+    return std::abs(v) >= 100 ? fmt::format("{:.1f}", v) : fmt::format("{:.4g}", v);
 }
 
-void print_group(const Group& g, const CompareArgs& a) {
+std::string samples_text(const CompareGroup& g) {
+    std::string from = fmt::format("{} process{}", g.processes, g.processes == 1 ? "" : "es");
+    if (g.periods > 0)
+        from += fmt::format(", {} switchback period{}", g.periods, g.periods == 1 ? "" : "s");
+    if (g.partial > 0)
+        from += fmt::format("; {} partial period{} left out", g.partial, g.partial == 1 ? "" : "s");
+    return fmt::format("{} control and {} treatment samples ({})", g.samples[kControl],
+                       g.samples[kTreatment], from);
+}
+
+void warn_too_few(const CompareGroup& g) {
+    if (!g.too_few()) return;
+    fmt::print(stderr,
+               "pipespin: warning: stats --compare: {}: {} control and {} treatment samples, too "
+               "few to decide (at least {} per arm)\n",
+               printable(g.program), g.samples[kControl], g.samples[kTreatment],
+               kCompareMinSamples);
+}
+
+Json number_json(double v) {
+    return std::isfinite(v) ? Json(std::stod(fmt::format("{:.6g}", v))) : Json(nullptr);
+}
+
+Json group_json(const CompareGroup& g) {
+    Json measures = Json::object();
+    for (const MeasureResult& r : g.measures) {
+        auto arm = [&](int i) {
+            return Json{{"samples", r.values[i].size()},
+                        {"median", r.values[i].empty() ? Json(nullptr) : number_json(r.median(i))}};
+        };
+        Json m = {{"control", arm(kControl)}, {"treatment", arm(kTreatment)}};
+        m["primary"] = r.primary;
+        m["confidence"] = r.test ? number_json(r.confidence) : Json(nullptr);
+        m["ratio"] = r.test ? number_json(r.test->ratio) : Json(nullptr);
+        m["ci_low"] = r.test ? number_json(r.test->ci_low) : Json(nullptr);
+        m["ci_high"] = r.test ? number_json(r.test->ci_high) : Json(nullptr);
+        m["verdict"] = r.test ? Json(r.test->verdict) : Json(nullptr);
+        measures[r.key] = std::move(m);
+    }
+    Json out;
+    out["program"] = g.program;
+    out["samples"] = {{"control", g.samples[kControl]}, {"treatment", g.samples[kTreatment]}};
+    out["processes"] = g.processes;
+    out["periods"] = g.periods;
+    out["partial_periods"] = g.partial;
+    out["relative"] = g.relative;
+    out["too_few"] = g.too_few();
+    out["measures"] = std::move(measures);
+    out["waits"] = {{"control", waits_json(g.waits[kControl])},
+                    {"treatment", waits_json(g.waits[kTreatment])}};
+    return out;
+}
+
+void print_group(const CompareGroup& g) {
     fmt::print("{}: {}\n", printable(g.program), samples_text(g));
-    if (!g.parts.empty())
+    if (g.relative)
         fmt::print("  (each program's figures relative to the median of its control arm)\n");
     fmt::print("  {:<27} {:>14} {:>16} {:>9}  {:<20} {}\n", "measure (median per sample)",
-               "control", "treatment", "ratio", "95% interval", "verdict");
-    for (const Measure& m : kMeasures) {
-        const Result r = evaluate(g, m, a);
+               "control", "treatment", "ratio", "interval", "verdict");
+    for (const MeasureResult& r : g.measures) {
         const std::string c = r.values[kControl].empty() ? "-" : figure(r.median(kControl));
         const std::string t = r.values[kTreatment].empty() ? "-" : figure(r.median(kTreatment));
         if (r.test)
-            fmt::print("  {:<27} {:>14} {:>16} {:>9.3f}  {:<20} {}\n", m.label, c, t, r.test->ratio,
+            fmt::print("  {:<27} {:>14} {:>16} {:>9.3f}  {:<20} {}{}\n", r.label, c, t,
+                       r.test->ratio,
                        fmt::format("[{:.3f}, {:.3f}]", r.test->ci_low, r.test->ci_high),
-                       r.test->verdict);
+                       r.test->verdict, r.primary ? " (primary)" : "");
         else
             fmt::print("  {:<27} {:>14} {:>16} {:>9}  {:<20} too few samples ({} and {})\n",
-                       m.label, c, t, "-", "", r.values[kControl].size(),
+                       r.label, c, t, "-", "", r.values[kControl].size(),
                        r.values[kTreatment].size());
     }
     fmt::print("\n");
 }
 
+std::string percent_text(double confidence) {
+    return fmt::format("{:.4g}%", confidence * 100);
+}
+
 }  // namespace
 
-int compare_stats(const LoadedStats& st, const CompareArgs& a) {
+Comparison compare(const LoadedStats& st, const CompareArgs& a) {
     const std::vector<Group> groups = collect(st, a);
-    for (const Group& g : groups) warn_too_few(g);
+    Comparison out;
+    for (const Group& g : groups) {
+        CompareGroup c;
+        c.program = g.program;
+        c.relative = !g.parts.empty();
+        c.processes = g.processes;
+        c.periods = g.periods;
+        c.partial = g.partial;
+        for (int arm : {kControl, kTreatment}) {
+            c.samples[arm] = g.samples[arm].size();
+            for (int e = 0; e < kWaitEnds; ++e) c.waits[arm][e] = g.waits[arm][e];
+        }
+        for (const Measure& m : kMeasures) {
+            MeasureResult r{m.key, m.label, {}, std::nullopt};
+            evaluate(g, m, r);
+            c.measures.push_back(std::move(r));
+        }
+        out.groups.push_back(std::move(c));
+    }
+    if (out.groups.empty()) return out;
+    // The primary line: wall per call of the last group, (all) or the one program.
+    MeasureResult& primary = out.groups.back().measures.front();
+    primary.primary = true;
+    for (const CompareGroup& g : out.groups)
+        for (const MeasureResult& r : g.measures) out.family += !r.primary && testable(r);
+    out.family_confidence =
+        out.family > 0 ? 1 - kFamilyAlpha / static_cast<double>(out.family) : kBootstrapConfidence;
+    for (CompareGroup& g : out.groups)
+        for (MeasureResult& r : g.measures) {
+            if (!testable(r)) continue;
+            r.confidence = r.primary ? kBootstrapConfidence : out.family_confidence;
+            r.test = bootstrap_ratio(r.values[kControl], r.values[kTreatment], a.seed, a.margin,
+                                     r.confidence);
+        }
+    return out;
+}
+
+int compare_stats(const LoadedStats& st, const CompareArgs& a) {
+    const Comparison cmp = compare(st, a);
+    for (const CompareGroup& g : cmp.groups) warn_too_few(g);
     if (st.periods_lost > 0)
         fmt::print(stderr,
                    "pipespin: warning: stats --compare: {} switchback period(s) left out: a line "
                    "of their process is missing\n",
                    st.periods_lost);
-    if (a.plot) {
-        if (groups.empty())
-            throw Failure(kExitFailure, "stats: --plot: no sample of either arm to draw");
-        const Group& g = groups.back();  // the one program, or (all)
-        write_chart("stats", waits_chart(g, evaluate(g, kMeasures[0], a), a), *a.plot,
+    if (cmp.groups.empty())
+        throw Failure(kExitFailure,
+                      fmt::format("stats --compare: no process{} ran in an A/B arm (lines with "
+                                  "\"arm\" control or treatment); hint: run the programs with "
+                                  "PIPESPIN_AB=50 (or ab = 50 in the config file) and "
+                                  "PIPESPIN_STATS set",
+                                  a.program ? fmt::format(" of '{}'", printable(*a.program)) : ""));
+    const CompareGroup& last = *cmp.primary();
+    if (a.plot)
+        write_chart("stats", waits_chart(last, last.measures.front(), a), *a.plot,
                     gnuplot_for("stats", *a.plot), Environment::current());
-    }
-    if (a.json) {
-        std::vector<std::string> gs;
-        for (const Group& g : groups) gs.push_back(group_json(g, a));
-        fmt::print("{}\n", JsonObject()
-                               .raw("compare", JsonObject()
-                                                   .num("confidence", kBootstrapConfidence)
-                                                   .num("resamples", kBootstrapResamples)
-                                                   .num("seed", a.seed)
-                                                   .num("margin", a.margin)
-                                                   .num("min_samples", kCompareMinSamples)
-                                                   .text())
-                               .num("lines", st.lines)
-                               .num("bad_lines", st.bad_lines)
-                               .num("periods_lost", st.periods_lost)
-                               .raw("groups", json_array(gs))
-                               .text());
-        return kExitOk;
-    }
+    const MeasureResult& primary = last.measures.front();
+    Json doc;
+    doc["compare"] = {{"confidence", kBootstrapConfidence},
+                      {"resamples", kBootstrapResamples},
+                      {"seed", a.seed},
+                      {"margin", a.margin},
+                      {"min_samples", kCompareMinSamples},
+                      {"family_lines", cmp.family},
+                      {"family_confidence", number_json(cmp.family_confidence)}};
+    doc["primary"] = {{"program", last.program},
+                      {"measure", primary.key},
+                      {"verdict", primary.test ? Json(primary.test->verdict) : Json(nullptr)}};
+    doc["lines"] = st.lines;
+    doc["bad_lines"] = st.bad_lines;
+    doc["periods_lost"] = st.periods_lost;
+    doc["groups"] = Json::array();
+    for (const CompareGroup& g : cmp.groups) doc["groups"].push_back(group_json(g));
+    if (!emit_json("stats", a.json, doc)) return kExitOk;
     fmt::print(
         "Control (mode off) against treatment: each process, or each period of a switchback "
         "process, is one sample.\nRatio of the medians (control / treatment: above 1, the "
-        "treatment's figure is lower), 95% percentile bootstrap interval ({} resamples, seed "
-        "{});\nfaster or slower only when the whole interval lies beyond {:g} (or 1/{:g}).\n\n",
-        kBootstrapResamples, a.seed, 1 + a.margin, 1 + a.margin);
-    if (groups.empty()) {
-        fmt::print("No process ran in an A/B arm (lines with \"arm\" control or treatment).\n");
-        return kExitOk;
-    }
-    for (const Group& g : groups) print_group(g, a);
+        "treatment's figure is lower), percentile bootstrap interval ({} resamples, seed "
+        "{});\nfaster or slower only when the whole interval lies beyond {:g} (or 1/{:g}).\n"
+        "The primary line ({} of {}) is the experiment's verdict, at {}; the other {} line{} "
+        "with a verdict are one family, each at {} (Bonferroni), so that all of them read no "
+        "significant difference in 95% of experiments without an effect.\n\n",
+        kBootstrapResamples, a.seed, 1 + a.margin, 1 + a.margin, primary.label,
+        printable(last.program), percent_text(kBootstrapConfidence), cmp.family,
+        cmp.family == 1 ? "" : "s", percent_text(cmp.family_confidence));
+    for (const CompareGroup& g : cmp.groups) print_group(g);
+    fmt::print("Verdict ({}, {}): {}\n", primary.label, printable(last.program),
+               primary.test ? primary.test->verdict : "too few samples to decide");
     return kExitOk;
 }
 

@@ -9,15 +9,15 @@
 #include <fmt/format.h>
 
 #include "cli/util/errors.h"
-#include "cli/util/json_reader.h"
+#include "cli/util/json.h"
 #include "cli/util/text.h"
 
 namespace pipespin::cli {
 namespace {
 
-Counters counters_of(const JsonValue& v) {
+Counters counters_of(const Json& v) {
     Counters c;
-#define PIPESPIN_COUNTER(name, help) c.name = static_cast<std::uint64_t>(v.num(#name));
+#define PIPESPIN_COUNTER(name, help) c.name = json_count(v, #name);
 #include "core/counters.def"
     return c;
 }
@@ -49,13 +49,14 @@ void add_record(LoadedStats& out, std::map<std::pair<std::int64_t, std::uint64_t
     have.has_rusage = any;
 }
 
-WaitHist hist_of(const JsonValue* ns, const JsonValue* log2, std::string_view end) {
+WaitHist hist_of(const Json* ns, const Json* log2, std::string_view end) {
     WaitHist h;
-    if (ns != nullptr) h.ns = static_cast<std::uint64_t>(ns->num(end));
-    if (const JsonValue* a = log2 != nullptr ? log2->get(end) : nullptr) {
-        for (std::size_t b = 0; b < a->array.size(); ++b)
-            h.n[std::min<std::size_t>(b, kWaitBuckets - 1)] +=
-                static_cast<std::uint64_t>(a->array[b].number);
+    if (ns != nullptr) h.ns = json_count(*ns, end);
+    if (const Json* a = log2 != nullptr ? json_member(*log2, end) : nullptr; a && a->is_array()) {
+        for (std::size_t b = 0; b < a->size(); ++b)
+            if ((*a)[b].is_number())
+                h.n[std::min<std::size_t>(b, kWaitBuckets - 1)] +=
+                    static_cast<std::uint64_t>((*a)[b].get<double>());
     }
     return h;
 }
@@ -160,52 +161,59 @@ void add_stats_text(LoadedStats& out, std::string_view text, std::string_view na
         if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         ++out.lines;
         std::string why;
-        std::optional<JsonValue> v = parse_json(line, &why);
-        if (v && (v->get("pid") == nullptr || v->get("pipe") == nullptr)) why = "not a stats line";
-        if (!v || !why.empty()) {
+        std::optional<Json> parsed = parse_json(line, &why);
+        if (parsed &&
+            (json_member(*parsed, "pid") == nullptr || json_member(*parsed, "pipe") == nullptr))
+            why = "not a stats line";
+        if (!parsed || !why.empty()) {
             if (out.bad_lines++ == 0)
                 out.first_problem = fmt::format("{}:{}: {}", name, lineno, why);
             continue;
         }
+        const Json& v = *parsed;
         ProcessRecord r;
-        r.pid = static_cast<std::int64_t>(v->num("pid"));
-        r.ppid = static_cast<std::int64_t>(v->num("ppid"));
-        r.program = v->str("program", "?");
-        r.event = v->str("event", "?");
-        r.arm = v->str("arm", "none");
-        r.start_us = static_cast<std::uint64_t>(v->num("start_us"));
-        r.wall_us = static_cast<std::uint64_t>(v->num("wall_us"));
-        r.seq = static_cast<std::uint64_t>(v->num("seq"));
-        r.version = static_cast<int>(v->num("v", 1));
-        if (const JsonValue* config = v->get("config"))
-            r.ab_period = static_cast<std::uint64_t>(config->num("ab_period"));
-        if (const JsonValue* ru = v->get("rusage")) {
+        r.pid = static_cast<std::int64_t>(json_num(v, "pid"));
+        r.ppid = static_cast<std::int64_t>(json_num(v, "ppid"));
+        r.program = json_str(v, "program", "?");
+        r.event = json_str(v, "event", "?");
+        r.arm = json_str(v, "arm", "none");
+        r.start_us = json_count(v, "start_us");
+        r.wall_us = json_count(v, "wall_us");
+        r.seq = json_count(v, "seq");
+        r.version = static_cast<int>(json_num(v, "v", 1));
+        if (const Json* config = json_member(v, "config")) {
+            r.ab_period = json_count(*config, "ab_period");
+            r.mode = json_str(*config, "mode");
+            r.spin_us = json_count(*config, "spin_us");
+            r.probe = json_str(*config, "probe");
+        }
+        if (const Json* ru = json_member(v, "rusage")) {
             r.has_rusage = true;
-            r.rusage.utime_us = static_cast<std::uint64_t>(ru->num("utime_us"));
-            r.rusage.stime_us = static_cast<std::uint64_t>(ru->num("stime_us"));
-            r.rusage.nvcsw = static_cast<std::uint64_t>(ru->num("nvcsw"));
-            r.rusage.nivcsw = static_cast<std::uint64_t>(ru->num("nivcsw"));
-            r.rusage.maxrss_kb = static_cast<std::uint64_t>(ru->num("maxrss_kb"));
+            r.rusage.utime_us = json_count(*ru, "utime_us");
+            r.rusage.stime_us = json_count(*ru, "stime_us");
+            r.rusage.nvcsw = json_count(*ru, "nvcsw");
+            r.rusage.nivcsw = json_count(*ru, "nivcsw");
+            r.rusage.maxrss_kb = json_count(*ru, "maxrss_kb");
         }
         for (int k = 0; k < kStatKinds; ++k) {
-            const JsonValue* kind = v->get(kind_name(static_cast<StatKind>(k)));
+            const Json* kind = json_member(v, kind_name(static_cast<StatKind>(k)));
             if (kind == nullptr) continue;
             for (int d = 0; d < kStatDirs; ++d) {
-                const JsonValue* dir = kind->get(dir_name(static_cast<StatDir>(d)));
+                const Json* dir = json_member(*kind, dir_name(static_cast<StatDir>(d)));
                 if (dir == nullptr) continue;
                 r.counters.c[k][d] = counters_of(*dir);
-                const JsonValue* ns = dir->get("wait_ns");
-                const JsonValue* log2 = dir->get("wait_log2");
+                const Json* ns = json_member(*dir, "wait_ns");
+                const Json* log2 = json_member(*dir, "wait_log2");
                 for (int e = 0; e < kWaitEnds; ++e)
                     r.counters.wait[k][d][e] =
                         hist_of(ns, log2, wait_end_name(static_cast<WaitEnd>(e)));
             }
         }
-        if (const JsonValue* via = v->get("via")) {
+        if (const Json* via = json_member(v, "via")) {
             for (int h = 0; h < kViaCount; ++h) {
-                if (const JsonValue* one = via->get(via_name(static_cast<Via>(h)))) {
-                    r.counters.via[h].spins = static_cast<std::uint64_t>(one->num("spins"));
-                    r.counters.via[h].spin_hits = static_cast<std::uint64_t>(one->num("spin_hits"));
+                if (const Json* one = json_member(*via, via_name(static_cast<Via>(h)))) {
+                    r.counters.via[h].spins = json_count(*one, "spins");
+                    r.counters.via[h].spin_hits = json_count(*one, "spin_hits");
                 }
             }
         }
@@ -270,51 +278,48 @@ void total_waits(const StatsSnapshot& s, WaitHist (&out)[kWaitEnds]) {
             for (int e = 0; e < kWaitEnds; ++e) out[e] += s.wait[k][d][e];
 }
 
-std::string waits_json(const WaitHist (&w)[kWaitEnds]) {
-    std::string out = "{";
+Json waits_json(const WaitHist (&w)[kWaitEnds]) {
+    Json out = Json::object();
     for (int e = 0; e < kWaitEnds; ++e)
-        out += fmt::format("{}\"{}\":{{\"ns\":{},\"log2\":[{}]}}", e ? "," : "",
-                           wait_end_name(static_cast<WaitEnd>(e)), w[e].ns,
-                           fmt::join(std::begin(w[e].n), std::end(w[e].n), ","));
-    return out + "}";
-}
-
-std::string rusage_json(const Rusage& r) {
-    return fmt::format(
-        "{{\"utime_us\":{},\"stime_us\":{},\"nvcsw\":{},\"nivcsw\":{},\"maxrss_kb\":{}}}",
-        r.utime_us, r.stime_us, r.nvcsw, r.nivcsw, r.maxrss_kb);
-}
-
-std::string counters_json(const Counters& c) {
-    std::string out = "{";
-    auto one = [&](std::string_view name, std::uint64_t v) {
-        out += fmt::format("{}\"{}\":{}", out.size() > 1 ? "," : "", name, v);
-    };
-#define PIPESPIN_COUNTER(name, help) one(#name, c.name);
-#define PIPESPIN_DERIVED_COUNTER(name, expr, help) one(#name, c.name());
-#include "core/counters.def"
-    return out + "}";
-}
-
-std::string snapshot_json(const StatsSnapshot& s) {
-    std::string out = "{";
-    for (int k = 0; k < kStatKinds; ++k) {
-        out += fmt::format("\"{}\":{{", kind_name(static_cast<StatKind>(k)));
-        for (int d = 0; d < kStatDirs; ++d)
-            out += fmt::format("{}\"{}\":{}", d ? "," : "", dir_name(static_cast<StatDir>(d)),
-                               counters_json(s.c[k][d]));
-        out += "},";
-    }
-    out += fmt::format("\"total\":{}}}", counters_json(s.total()));
+        out[std::string(wait_end_name(static_cast<WaitEnd>(e)))] = {
+            {"ns", w[e].ns},
+            {"log2", std::vector<std::uint64_t>(std::begin(w[e].n), std::end(w[e].n))}};
     return out;
 }
 
-std::string via_json(const StatsSnapshot& s) {
-    std::string out = "{";
+Json rusage_json(const Rusage& r) {
+    return {{"utime_us", r.utime_us},
+            {"stime_us", r.stime_us},
+            {"nvcsw", r.nvcsw},
+            {"nivcsw", r.nivcsw},
+            {"maxrss_kb", r.maxrss_kb}};
+}
+
+Json counters_json(const Counters& c) {
+    Json out = Json::object();
+#define PIPESPIN_COUNTER(name, help) out[#name] = c.name;
+#define PIPESPIN_DERIVED_COUNTER(name, expr, help) out[#name] = c.name();
+#include "core/counters.def"
+    return out;
+}
+
+Json snapshot_json(const StatsSnapshot& s) {
+    Json out = Json::object();
+    for (int k = 0; k < kStatKinds; ++k) {
+        Json kind = Json::object();
+        for (int d = 0; d < kStatDirs; ++d)
+            kind[std::string(dir_name(static_cast<StatDir>(d)))] = counters_json(s.c[k][d]);
+        out[std::string(kind_name(static_cast<StatKind>(k)))] = std::move(kind);
+    }
+    out["total"] = counters_json(s.total());
+    return out;
+}
+
+Json via_json(const StatsSnapshot& s) {
+    Json out = Json::object();
     for (int h = 0; h < kViaCount; ++h)
-        out += fmt::format("{}\"{}\":{{\"spins\":{},\"spin_hits\":{}}}", h ? "," : "",
-                           via_name(static_cast<Via>(h)), s.via[h].spins, s.via[h].spin_hits);
-    out += "}";
+        out[std::string(via_name(static_cast<Via>(h)))] = {{"spins", s.via[h].spins},
+                                                           {"spin_hits", s.via[h].spin_hits}};
     return out;
 }
 

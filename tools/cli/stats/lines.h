@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/util/json.h"
 #include "core/stats.h"
 
 namespace pipespin::cli {
@@ -26,6 +27,8 @@ struct ProcessRecord {
     std::uint64_t start_us = 0, wall_us = 0, seq = 0;
     int version = 1;
     std::uint64_t ab_period = 0;  // config.ab_period: a switchback process when > 0 and in an arm
+    std::string mode, probe;      // config.mode, config.probe ("" when absent)
+    std::uint64_t spin_us = 0;    // config.spin_us
     StatsSnapshot counters;
     bool has_rusage = false;  // version 2
     Rusage rusage;            // summed over the image's lines; maxrss_kb the largest
@@ -90,18 +93,18 @@ std::vector<StatsGroup> group_stats(const std::vector<ProcessRecord>& records);
 StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view arm = "");
 
 // One set of counters as a JSON object (the shim's field names).
-std::string counters_json(const Counters& c);
+Json counters_json(const Counters& c);
 // A whole snapshot: {"pipe":{"read":{...},...},"fifo":{...},"total":{...}}.
-std::string snapshot_json(const StatsSnapshot& s);
+Json snapshot_json(const StatsSnapshot& s);
 // The spins per hook family, as in the shim's line: {"io":{"spins":N,"spin_hits":N},...},
 // every family in the order of Via.
-std::string via_json(const StatsSnapshot& s);
+Json via_json(const StatsSnapshot& s);
 // The waits of a snapshot summed over fd kinds and directions, per end.
 void total_waits(const StatsSnapshot& s, WaitHist (&out)[kWaitEnds]);
 // {"hit":{"ns":N,"log2":[...]},"miss":...,"plain":...}: every bucket.
-std::string waits_json(const WaitHist (&w)[kWaitEnds]);
+Json waits_json(const WaitHist (&w)[kWaitEnds]);
 // {"utime_us":N,...}, the line's names.
-std::string rusage_json(const Rusage& r);
+Json rusage_json(const Rusage& r);
 // The arm a record counts under in the table: its own, or "switchback".
 std::string table_arm(const ProcessRecord& r);
 

@@ -26,7 +26,7 @@ double ratio_of(double a, double b) {
 }
 
 RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<double>& treatment,
-                          std::uint64_t seed, double margin) {
+                          std::uint64_t seed, double margin, double confidence) {
     if (control.empty() || treatment.empty())
         throw std::logic_error("bootstrap_ratio: an empty sample");
     auto median = [](std::span<const double> v) { return summarize(v).median; };
@@ -43,7 +43,7 @@ RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<
         for (double& x : b) x = treatment[pick_b(rng)];
         ratios.push_back(ratio_of(median(a), median(b)));
     }
-    const Interval ci = percentile_interval(std::move(ratios));
+    const Interval ci = percentile_interval(std::move(ratios), confidence);
     t.ci_low = ci.low;
     t.ci_high = ci.high;
     t.verdict = t.ci_low > 1 + margin          ? kFaster
@@ -52,10 +52,10 @@ RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<
     return t;
 }
 
-Interval percentile_interval(std::vector<double> replicates) {
+Interval percentile_interval(std::vector<double> replicates, double confidence) {
     if (replicates.empty()) throw std::logic_error("percentile_interval: no replicates");
     std::sort(replicates.begin(), replicates.end());
-    const double tail = (1 - kBootstrapConfidence) / 2;
+    const double tail = (1 - confidence) / 2;
     auto at = [&](double q) {
         const std::size_t i =
             static_cast<std::size_t>(q * static_cast<double>(replicates.size() - 1) + 0.5);

@@ -46,17 +46,21 @@ double ratio_of(double a, double b);
 // verdict is "faster" when the whole interval lies above 1 + margin,
 // "slower" when it lies below 1 / (1 + margin), else "no significant
 // difference" (`pipespin ab`: margin 0). Both samples must be non-empty.
+// `confidence`: the interval's level, kBootstrapConfidence unless a family
+// of tests widens it (stats --compare: 1 - 0.05/m for each of m lines).
 RatioTest bootstrap_ratio(const std::vector<double>& control, const std::vector<double>& treatment,
-                          std::uint64_t seed, double margin = 0);
+                          std::uint64_t seed, double margin = 0,
+                          double confidence = kBootstrapConfidence);
 
 struct Interval {
     double low = 0, high = 0;
 };
 
-// The kBootstrapConfidence percentile interval of a set of bootstrap
-// replicates (sorted here): what bootstrap_ratio and bootstrap_rounds take
-// from their resamples. Not empty, no NaN.
-Interval percentile_interval(std::vector<double> replicates);
+// The percentile interval (kBootstrapConfidence unless given) of a set of
+// bootstrap replicates (sorted here): what bootstrap_ratio and
+// bootstrap_rounds take from their resamples. Not empty, no NaN.
+Interval percentile_interval(std::vector<double> replicates,
+                             double confidence = kBootstrapConfidence);
 
 // Rounds picked from 0..n-1 (repeats allowed): all of them in order for a
 // figure itself, a resample for its interval.

@@ -64,4 +64,19 @@ std::optional<double> parse_decimal(std::string_view text) {
     return v;
 }
 
+std::string comment_lines(std::string_view text, std::size_t indent) {
+    std::string out;
+    const std::string w = wrap(text, indent, 79);
+    std::string_view rest = w;
+    while (!rest.empty()) {
+        std::size_t nl = rest.find('\n');
+        if (nl == std::string_view::npos) nl = rest.size();
+        out.push_back('#');
+        out.append(rest.substr(1, nl - 1));
+        out.push_back('\n');
+        rest.remove_prefix(nl < rest.size() ? nl + 1 : nl);
+    }
+    return out;
+}
+
 }  // namespace pipespin::cli

@@ -21,6 +21,10 @@ std::string printable(std::string_view s);
 // `text` wrapped at `width` columns, every line indented by `indent` spaces.
 std::string wrap(std::string_view text, std::size_t indent, std::size_t width = 79);
 
+// wrap()'s lines, indented by `indent` (>= 1), as comment lines of a
+// config file: the first column of the indent becomes the '#'.
+std::string comment_lines(std::string_view text, std::size_t indent);
+
 // A decimal number making up all of `text` but for trailing blanks and
 // newlines (what a worker prints); nullopt for anything else.
 std::optional<double> parse_decimal(std::string_view text);
