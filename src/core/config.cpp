@@ -56,10 +56,14 @@ struct Reporter {
 enum class Section : std::uint8_t { Global, Program, Ignored };
 
 // A text option's value that names a file by a relative path ("stderr" and
-// "" name none).
+// "" name none, nor do log_file's "syslog", "journal" and "syslog:/PATH").
 bool relative_path(const OptionSpec& spec, std::string_view value) noexcept {
-    return spec.kind == OptionKind::Text && !value.empty() && value != "stderr" &&
-           value.front() != '/';
+    if (spec.kind != OptionKind::Text || value.empty() || value == "stderr" || value.front() == '/')
+        return false;
+    if (spec.id == OptionId::LogFile &&
+        (value == "syslog" || value == "journal" || value.starts_with("syslog:/")))
+        return false;
+    return true;
 }
 
 // One walk over the file. The checking walk reports every problem in every

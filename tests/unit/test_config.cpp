@@ -297,6 +297,14 @@ TEST_CASE("config: a file owned by root names files by absolute paths only", "[c
     Parsed ok = parse("log_file = /var/log/p.log\nstats = stderr\nstats =\n", kCat, true);
     CHECK(ok.count == 0);
     CHECK(ok.options.log_file.view() == "/var/log/p.log");
+    // log_file's destinations that are no file.
+    for (const char* dest : {"syslog", "journal", "syslog:/run/my.sock"}) {
+        Parsed d = parse(std::string("log_file = ") + dest + "\n", kCat, true);
+        CHECK(d.count == 0);
+        CHECK(d.options.log_file.view() == dest);
+    }
+    Parsed rel = parse("log_file = syslog:my.sock\nstats = syslog\n", kCat, true);
+    CHECK(rel.count == 2);
     Parsed user = parse(text, kCat, false);
     CHECK(user.count == 0);
     CHECK(user.options.log_file.view() == "rel.log");
