@@ -260,6 +260,13 @@ void FdTable::set_dup(int oldfd, int newfd) noexcept {
         forget(newfd);
         return;
     }
+    // A quiet pipe dup'ed onto a number the table knows nothing of (a
+    // $(...)'s child's dup2 of the write end onto its stdout): the number
+    // stays unknown, classified (a pipe) if it is used on, and the child
+    // writes no page of the table, a copy-on-write fault after each fork. A
+    // classification of the number's old file racing with this dup2 can
+    // only make it a pipe passed through: spins lost, never an answer.
+    if ((bits & fdbits::kQuiet) && peek(newfd) == 0) return;
     Block* from = is_pipe(w) ? block(oldfd) : nullptr;
     store_fresh(newfd, bits, from != nullptr ? &from->state(index_in_block(oldfd)) : nullptr);
 }

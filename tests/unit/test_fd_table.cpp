@@ -518,10 +518,17 @@ TEST_CASE_METHOD(
     CHECK(t.lookup(3, Fake::classify).can(Dir::Read));
     CHECK(t.lookup(4, Fake::classify).can(Dir::Write));
     t.set_quiet(5, 6, young_mark());
-    t.set_dup(6, 9);  // dup2(quiet write end, 9): what a $(...) child does onto stdout
+    // dup2(quiet write end, 10), 10 unknown to the table: what a $(...)
+    // child does onto its stdout. Nothing is written: 10 stays unknown.
+    t.set_dup(6, 10);
+    CHECK(t.peek(10) == 0);
+    // Onto a number the table knows (here as not a pipe), the mark is copied.
+    CHECK_FALSE(t.lookup(9, Fake::classify).pipe());
+    REQUIRE(Fake::calls == 1);
+    t.set_dup(6, 9);
     CHECK(static_cast<std::uint32_t>(t.peek(9)) == static_cast<std::uint32_t>(t.peek(6)));
     CHECK_FALSE(t.lookup(9, Fake::classify).pipe());
     t.set_dup(3, 5);  // dup2(pipe, quiet number)
     CHECK(t.lookup(5, Fake::classify).can(Dir::Read));
-    CHECK(Fake::calls == 0);
+    CHECK(Fake::calls == 1);
 }
