@@ -162,12 +162,15 @@ bash "$here/tests/install/snippet.sh" "$here/README.md" one-program >"$work/one.
 bash -euo pipefail "$work/one.sh" >"$work/one.out" 2>"$work/one.err" ||
   { cat "$work/one.err" >&2; fail "README one-program snippet failed"; }
 expect_in "$work/one.out" "Total time"
-expect_in "$work/one.err" "pipespin: info: exit pid="
+# The snippet's second command ends with run --summary's table: the shim
+# was there, in perf's processes.
+expect_in "$work/one.err" "pipespin summary for perf bench sched pipe"
+grep -qE '^  perf +[0-9]+ +[1-9]' "$work/one.err" || { cat "$work/one.err" >&2; fail "no perf row with calls in the summary"; }
 ! grep -q "cannot be preloaded" "$work/one.err" || fail "the loader refused the library"
 PIPESPIN_LOG=info pipespin run -- sh -c 'grep libpipespin /proc/$$/maps; exec perf bench sched pipe -l 2000' \
   >"$work/perf.out" 2>"$work/perf.err" || { cat "$work/perf.err" >&2; fail "perf bench under pipespin run failed"; }
 expect_in "$work/perf.out" "$libdir/libpipespin.so"
-expect_in "$work/perf.err" "pipespin: info: exit pid="
+expect_in "$work/perf.err" "]: info: exit pid="
 say "pipespin run -- perf bench sched pipe -l 2000 ran with $libdir/libpipespin.so:"
 grep -E "usecs/op|exit pid" "$work/perf.out" "$work/perf.err" | sed 's/^/    /'
 
@@ -190,7 +193,7 @@ for name in systemd-dropin:Environment= dockerfile:ENV\ ; do
   env -i PATH=/usr/bin:/bin "${assignments[@]}" PIPESPIN_LOG=info \
     pipespin pingpong-worker pingpong --expect-shim 500 >/dev/null 2>"$work/env.err" ||
     { cat "$work/env.err" >&2; fail "a program with the ${name%%:*} snippet's environment did not load the shim"; }
-  expect_in "$work/env.err" "pipespin: info: exit pid="
+  expect_in "$work/env.err" "]: info: exit pid="
   say "the ${name%%:*} snippet's environment loads $libdir/libpipespin.so"
 done
 if command -v systemd-analyze >/dev/null; then

@@ -201,7 +201,7 @@ run_kind() {
       wait "$rewriter" 2>/dev/null
     fi
     if [[ $status -eq 0 && $config == reload ]] &&
-       ! grep -qE '^pipespin: info: exit pid=[0-9]+ settings: .* reloads=[1-9]' "$log"; then
+       ! grep -qE '^pipespin\[[^]]*\]: info: exit pid=[0-9]+ settings: .* reloads=[1-9]' "$log"; then
       fail "$kind: stress reload: no reload happened (see $log)"
       continue
     fi
@@ -210,13 +210,13 @@ run_kind() {
       fail "$kind: stress $config exited with status $status (see $log)"
     elif has_report "$log"; then
       fail "$kind: sanitizer report in stress $config (see $log)"
-    elif [[ $config != noshim ]] && ! grep -qE '^pipespin: info: exit pid=[0-9]+ read: ' "$log"; then
+    elif [[ $config != noshim ]] && ! grep -qE '^pipespin\[[^]]*\]: info: exit pid=[0-9]+ read: ' "$log"; then
       fail "$kind: stress $config: no exit report, the shim was not there (see $log)"
-    elif [[ $config == fixed ]] && grep -qE '^pipespin: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=0 ' "$log"; then
+    elif [[ $config == fixed ]] && grep -qE '^pipespin\[[^]]*\]: info: exit pid=[0-9]+ read: waits=[0-9]+ spins=0 ' "$log"; then
       fail "$kind: stress fixed: the shim never spun (see $log)"
     else
       note "$kind: stress $config passed: $(grep -E '^ok:' "$log" | head -1)"
-      grep -E '^pipespin: info: exit' "$log" | sed "s/^/sanitize.sh:   /"
+      grep -E '^pipespin\[[^]]*\]: info: exit' "$log" | sed "s/^/sanitize.sh:   /"
       [[ $config == reload ]] &&
         note "$kind: stress reload: $(grep -c . "$logs/reload.stats" 2>/dev/null) statistics lines"
     fi
