@@ -33,11 +33,11 @@ while [[ $# -gt 0 ]]; do
 done
 mkdir -p "$out/corpus"
 
-# The parser, the option table and the raw syscalls (fuzz_config.cpp stubs
-# out the two cancellation helpers sys.cpp refers to, which the parser never
-# reaches).
+# The parser, the option table and the raw syscalls with their gate
+# (fuzz_config.cpp stubs out the two cancellation helpers sys.cpp refers to,
+# which the parser never reaches).
 srcs=(src/core/config.cpp src/core/config_env.cpp src/core/config_file.cpp src/core/config_match.cpp
-      src/core/options.cpp src/platform/sys.cpp)
+      src/core/options.cpp src/platform/sys.cpp src/platform/gate.cpp)
 seeds=("$here"/tests/fuzz/seeds/* "$here/preload.conf.example")
 
 engine=${PIPESPIN_FUZZ_ENGINE:-}
