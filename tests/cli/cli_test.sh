@@ -765,6 +765,100 @@ PY
   expect_in "$work/err" "cannot read"
 }
 
+# Mode fixed's missed spins, per program, arm and direction, by the rule of
+# the shim's exit report: 64 spins or more of the group's processes in mode
+# fixed, fewer than half of them hits. The lines' answers are known: slow
+# (fixed: 180 of 200 read spins missed, its write spins through a FIFO 100
+# of 100), two (two processes of 40 read spins, 70 missed together) and
+# edge (64 spins, 31 hits) are flagged; quick (fixed, mostly hits), adapt
+# (adaptive, mostly misses), few (fixed, 63 spins, none hit), half (fixed,
+# 64 spins, 32 hits) and the control arm are not.
+case_stats_fixed_misses() {
+  python3 - "$work" <<'PY' || fail "could not write the lines"
+import json, sys
+work = sys.argv[1]
+dirs = ("read", "write", "poll")
+def counters(spins=0, hits=0):
+    return {"calls": spins, "waits": spins, "spins": spins, "spin_hits": hits,
+            "spin_misses": spins - hits, "spin_ns": 1000 * spins, "sleep_ns": 0, "bytes": spins}
+pid = [100]
+def line(program, mode, arm="none", pipe=None, fifo=None):
+    pid[0] += 1
+    d = {"v": 1, "pid": pid[0], "ppid": 1, "program": program, "event": "exit", "arm": arm,
+         "seq": 0, "start_us": 100, "wall_us": 1000, "sleeps_avoided": 0,
+         "config": {"mode": mode, "spin_us": 50}}
+    for kind, given in (("pipe", pipe or {}), ("fifo", fifo or {})):
+        d[kind] = {x: counters(*given.get(x, (0, 0))) for x in dirs}
+    d["sleeps_avoided"] = sum(d[k][x]["spin_hits"] for k in ("pipe", "fifo") for x in dirs)
+    return json.dumps(d)
+with open(f"{work}/f.jsonl", "w") as f:
+    for l in [line("slow", "fixed", pipe={"read": (120, 20)}, fifo={"write": (100, 0)}),
+              line("slow", "fixed", pipe={"read": (80, 0)}),
+              line("two", "fixed", pipe={"read": (40, 0)}),
+              line("two", "fixed", pipe={"read": (40, 10)}),
+              line("edge", "fixed", pipe={"poll": (64, 31)}),
+              line("quick", "fixed", pipe={"read": (200, 150), "write": (100, 60)}),
+              line("adapt", "adaptive", pipe={"read": (200, 10)}),
+              line("few", "fixed", pipe={"read": (63, 0)}),
+              line("half", "fixed", pipe={"read": (64, 32)}),
+              # The control arm runs mode off whatever config.mode says: no spins.
+              line("ctl", "fixed", arm="control")]:
+        print(l, file=f)
+PY
+  python3 "$validate" "$work/f.jsonl" || fail "the lines are not valid against the schema"
+  local tail='the peer answers later than spin_us, or shares this CPU; adaptive mode would have stopped spinning'
+  expect_status 0 "$pipespin" stats "$work/f.jsonl"
+  sed -n '/^Mode fixed where its spins mostly missed (64 or more spins in a direction, fewer than half hits):$/,/^$/p' \
+    "$work/out" | sed '1d;/^$/d' >"$work/flags.txt"
+  {
+    echo "edge             none      poll: mode fixed: 33 of 64 spins missed (51%): $tail"
+    echo "slow             none      read: mode fixed: 180 of 200 spins missed (90%): $tail"
+    echo "slow             none      write: mode fixed: 100 of 100 spins missed (100%): $tail"
+    echo "two              none      read: mode fixed: 70 of 80 spins missed (87%): $tail"
+  } >"$work/want.txt"
+  diff "$work/want.txt" "$work/flags.txt" || { cat "$work/out"; fail "the groups flagged"; }
+  # None flagged: no section.
+  grep -E '"program": "(quick|adapt|few|half)"' "$work/f.jsonl" >"$work/none.jsonl"
+  [ "$(wc -l <"$work/none.jsonl")" = 4 ] || fail "grep the unflagged lines"
+  expect_status 0 "$pipespin" stats "$work/none.jsonl"
+  expect_not_in "$work/out" "ode fixed"
+  expect_status 0 "$pipespin" stats --json "$work/f.jsonl"
+  python3 "$(dirname "$0")/validate_json.py" stats-report.schema.json "$work/out" ||
+    fail "stats --json is not valid against its schema"
+  python3 - "$work/out" "$tail" <<'PY' || fail "mode fixed's missed spins in stats --json"
+import json, sys
+d, tail = json.load(open(sys.argv[1])), sys.argv[2]
+got = {g["program"]: [(m["direction"], m["spins"], m["spin_hits"], m["missed"], m["percent"])
+                      for m in g["fixed_misses"]] for g in d["groups"]}
+want = {"slow": [("read", 200, 20, 180, 90), ("write", 100, 0, 100, 100)],
+        "two": [("read", 80, 10, 70, 87)], "edge": [("poll", 64, 31, 33, 51)],
+        "quick": [], "adapt": [], "few": [], "half": [], "ctl": []}
+assert got == want, got
+for g in d["groups"]:
+    for m in g["fixed_misses"]:
+        assert m["text"] == f"mode fixed: {m['missed']} of {m['spins']} spins missed ({m['percent']}%): {tail}", m
+# Per arm, over all its programs in mode fixed: quick's, few's and half's
+# spins count there too (200+80+200+63+64 read spins, 20+10+150+32 hits).
+arms = {a["arm"]: [(m["direction"], m["spins"], m["spin_hits"]) for m in a["fixed_misses"]]
+        for a in d["arms"]}
+assert arms == {"none": [("read", 607, 212), ("write", 200, 60), ("poll", 64, 31)],
+                "control": []}, arms
+PY
+  # The shim's own lines say what its exit report says, in the same words:
+  # cat reading 80 lines written 2 ms apart, mode fixed, a 50 µs budget
+  # (as e2e.fixed_misses).
+  for i in $(seq 80); do
+    echo "$i"
+    sleep 0.002
+  done | env PIPESPIN_CONFIG= PIPESPIN_MODE=fixed PIPESPIN_SPIN_US=50 PIPESPIN_LOG=info \
+    PIPESPIN_STATS="$work/live.jsonl" LD_PRELOAD="$library" cat >/dev/null 2>"$work/live.err"
+  report=$(sed -n 's/^.*exit pid=[0-9]* read: \(mode fixed: .*\)$/\1/p' "$work/live.err")
+  [ -n "$report" ] || { cat "$work/live.err"; fail "no exit report of cat's missed spins"; }
+  expect_status 0 "$pipespin" stats "$work/live.jsonl"
+  grep -qxF "cat              none      read: $report" "$work/out" ||
+    { cat "$work/live.err" "$work/out"; fail "stats does not say what the exit report says"; }
+}
+
 case_stats_via() {
   {
     stats_line 20 100 0 interval none hb 100 100 "$(via_members 100 100 0 0 0 0 0 0 0 0 0 0 0 0)"  # superseded

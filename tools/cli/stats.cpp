@@ -57,7 +57,8 @@ Json group_json(const StatsGroup& g) {
             {"counters", snapshot_json(g.counters)},
             {"via", via_json(g.counters)},
             {"rusage", rusage_json(g.rusage)},
-            {"waits", waits_json(waits)}};
+            {"waits", waits_json(waits)},
+            {"fixed_misses", fixed_misses_json(g)}};
 }
 
 enum class StatsMode { Table, Compare, Advise };
@@ -114,6 +115,22 @@ int stats_run(const std::vector<std::string>& files, StatsMode mode, const Compa
         via_header = true;
         fmt::print("{:<16} {:<9} {}\n", printable(g.program).substr(0, 16), g.arm, via);
     }
+    // Where mode fixed spun for nothing, in the words of the shim's exit
+    // report (PIPESPIN_LOG=info), which a user running many programs never
+    // reads.
+    bool fixed_header = false;
+    for (const StatsGroup& g : groups) {
+        for (const FixedMisses& m : fixed_misses(g)) {
+            if (!fixed_header)
+                fmt::print(
+                    "\nMode fixed where its spins mostly missed ({} or more spins in a "
+                    "direction, fewer than half hits):\n",
+                    kFixedMissSpins);
+            fixed_header = true;
+            fmt::print("{:<16} {:<9} {}: {}\n", printable(g.program).substr(0, 16), g.arm,
+                       dir_name(m.dir), fixed_misses_text(m));
+        }
+    }
     std::size_t running = 0;
     for (const StatsGroup& g : groups) running += g.running;
     fmt::print("\n{} processes from {} lines", st.records.size(), st.lines);
@@ -132,15 +149,19 @@ Action define_stats(CLI::App& app) {
         std::vector<const CLI::Option*> compare_only;
     };
     auto v = std::make_shared<Values>();
-    app.description(
+    app.description(fmt::format(
         "Aggregate the statistics lines that processes appended to PIPESPIN_STATS files, per "
         "program and A/B arm: processes, their wall time (s), calls the shim examined, waits "
         "(calls that found the pipe not ready), spins, the share of spins that found the pipe "
         "ready (hit %) and so avoided a sleep, time spinning and asleep after a missed spin "
         "(ms), and MiB moved. Below the table, each group that spun gets a line of spins/hits "
         "per hook family (io, poll, stdio, vector, select, epoll, splice): which hooks the "
-        "spins came through. Only the last line of each process counts (interval lines are "
-        "cumulative); a switchback process (ab_period) counts under the arm 'switchback'. "
+        "spins came through. Each group whose processes ran in mode fixed and whose spins in a "
+        "direction mostly missed ({} or more, fewer than half hits: the rule of the shim's exit "
+        "report) gets a line saying so: the peer answers later than spin_us or shares the CPU, "
+        "and adaptive mode would have stopped spinning. Only the last line of each process "
+        "counts (interval lines are cumulative); a switchback process (ab_period) counts under "
+        "the arm 'switchback'. "
         "Files without a statistics line are an error.\n"
         "--compare: control against treatment, per program and overall, each process (or "
         "each period of a switchback process) one sample: wall time per call, time blocked "
@@ -157,11 +178,12 @@ Action define_stats(CLI::App& app) {
         "treatment was slower, a larger or smaller spin_us where the treatment's wait "
         "histograms say the peer answers later or sooner than the budget, nothing without "
         "evidence; each suggestion says its evidence in a comment (pipespin check-config "
-        "accepts the file).");
+        "accepts the file).",
+        kFixedMissSpins));
     add_json_options(app, v->ca.json,
                      "the report (with --compare its verdicts, with --advise the suggestions "
-                     "and the file; else the table with a \"via\" object, the resource usage "
-                     "and the wait histograms per group)");
+                     "and the file; else the table with a \"via\" object, the resource usage, "
+                     "the wait histograms and mode fixed's missed spins per group)");
     app.add_flag("--compare", v->compare, "compare the control arm with the treatment arm");
     app.add_flag("--advise", v->advise,
                  "print the config file that the comparison's evidence supports");

@@ -241,6 +241,8 @@ void add_to(StatsGroup& g, const ProcessRecord& r) {
     g.wall_us += r.wall_us;
     add_rusage(g.rusage, r.rusage);
     add_snapshot(g.counters, r.counters);
+    if (r.mode == "fixed")
+        for (int d = 0; d < kStatDirs; ++d) g.fixed[d] += r.counters.total(static_cast<StatDir>(d));
 }
 }  // namespace
 
@@ -269,6 +271,35 @@ StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view 
 
 std::string table_arm(const ProcessRecord& r) {
     return r.switchback() ? "switchback" : r.arm;
+}
+
+std::vector<FixedMisses> fixed_misses(const StatsGroup& g) {
+    std::vector<FixedMisses> out;
+    for (int d = 0; d < kStatDirs; ++d) {
+        const Counters& t = g.fixed[d];
+        if (t.spins < kFixedMissSpins || 2 * t.spin_hits >= t.spins) continue;
+        out.push_back({static_cast<StatDir>(d), t.spins, t.spin_hits});
+    }
+    return out;
+}
+
+std::string fixed_misses_text(const FixedMisses& m) {
+    return fmt::format(
+        "mode fixed: {} of {} spins missed ({}%): the peer answers later than spin_us, or "
+        "shares this CPU; adaptive mode would have stopped spinning",
+        m.missed(), m.spins, m.percent());
+}
+
+Json fixed_misses_json(const StatsGroup& g) {
+    Json out = Json::array();
+    for (const FixedMisses& m : fixed_misses(g))
+        out.push_back({{"direction", dir_name(m.dir)},
+                       {"spins", m.spins},
+                       {"spin_hits", m.spin_hits},
+                       {"missed", m.missed()},
+                       {"percent", m.percent()},
+                       {"text", fixed_misses_text(m)}});
+    return out;
 }
 
 void total_waits(const StatsSnapshot& s, WaitHist (&out)[kWaitEnds]) {

@@ -87,10 +87,34 @@ struct StatsGroup {
     std::uint64_t wall_us = 0;
     StatsSnapshot counters;
     Rusage rusage;  // summed (maxrss_kb: the largest)
+    // Per direction, both kinds: the counters of the processes whose
+    // config.mode is fixed (fixed_misses()).
+    Counters fixed[kStatDirs];
 };
 std::vector<StatsGroup> group_stats(const std::vector<ProcessRecord>& records);
 // Everything of one arm ("" for all).
 StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view arm = "");
+
+// Mode fixed spins on every wait. Where its spins mostly missed, it paid
+// CPU (and, with both ends on one CPU, time) for nothing, which adaptive
+// mode would not have: the shim's exit report says so per process
+// (src/interpose/init.cpp, kFixedMissSpins), and `pipespin stats` per
+// group, by the same rule over the group's processes in mode fixed: a
+// direction with kFixedMissSpins spins or more, fewer than half of them
+// hits. The lines are per process, kind and direction, not per fd.
+inline constexpr std::uint64_t kFixedMissSpins = 64;
+struct FixedMisses {
+    StatDir dir;
+    std::uint64_t spins = 0, spin_hits = 0;
+    std::uint64_t missed() const { return spins - spin_hits; }
+    std::uint64_t percent() const { return 100 * missed() / spins; }  // rounded down, as the shim
+};
+std::vector<FixedMisses> fixed_misses(const StatsGroup& g);
+// "mode fixed: N of M spins missed (P%): ...; adaptive mode would have
+// stopped spinning", the exit report's words.
+std::string fixed_misses_text(const FixedMisses& m);
+// [{"direction":"read","spins":M,"spin_hits":H,"missed":N,"percent":P,"text":"..."},...]
+Json fixed_misses_json(const StatsGroup& g);
 
 // One set of counters as a JSON object (the shim's field names).
 Json counters_json(const Counters& c);
