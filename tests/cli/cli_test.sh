@@ -451,6 +451,35 @@ for c in d["cases"]:
     assert f["bound"] > 0 and abs(f["bound"] / want - 1) < 1e-3, (c["id"], f["bound"], want)
     bounds[c["id"]] = f["bound"]
 assert "dd-cat" in bounds, bounds
+# The runs of cmdsubst and of the perf ping-pongs are placed by their
+# context switches per operation, voluntary (cmdsubst) or involuntary
+# (perf), at the marks of cases.cpp; per placement, each arm's runs and
+# their medians.
+placed_cases = {"cmdsubst": ("vol_cs", 3.75, 3.25), "perf-pipe": ("invol_cs", 0.75, 0.1),
+                "perf-threads": ("invol_cs", 0.75, 0.1)}
+for c in d["cases"]:
+    if c["id"] not in placed_cases:
+        assert c["placements"] is None and not any("placement" in a for a in c["arms"]), c
+        continue
+    field, co, sp = placed_cases[c["id"]]
+    pl = c["placements"]
+    assert (pl["switches"], pl["colocated_at"], pl["spread_at"]) == \
+        ({"vol_cs": "voluntary", "invol_cs": "involuntary"}[field], co, sp), pl
+    for a in c["arms"]:
+        assert a["placement"] == ["co-located" if v >= co * c["ops"] else "spread" if v <= sp * c["ops"] else "mixed"
+                                  for v in a[field]], (c["id"], a)
+        for where in ("co-located", "spread", "mixed"):
+            runs = [i for i, p in enumerate(a["placement"]) if p == where]
+            got = pl[where][a["name"]]
+            assert got["runs"] == len(runs), (got, runs)
+            if not runs:
+                assert got["median_wall_us"] is None and got["median_figure"] is None, got
+                continue
+            assert abs(got["median_wall_us"] - statistics.median(a["wall_us"][i] for i in runs)) < 0.1, got
+            if c["id"] == "cmdsubst":
+                assert got["median_figure"] is None, got
+            else:
+                assert abs(got["median_figure"] - statistics.median(a["figure"][i] for i in runs)) < 1e-3, got
 # A check has its case's bound when it is a wall speed-up against no shim,
 # and its verdict follows from value, threshold and bound.
 seen = set()
@@ -460,24 +489,32 @@ short_lived = ("hackbench-g1", "hackbench-g2", "hackbench-g4", "hackbench-stream
 for chk in d["acceptance"]:
     case = chk["check"].split("`")[1]
     speedup = chk["check"].endswith("no shim / adaptive (wall)")
-    placed = re.fullmatch(r"`cmdsubst`: (co-located|spread) runs \(no shim (\d+), (off|adaptive) (\d+) of (\d+)\): no shim / \3 \(wall\)",
+    placed = re.fullmatch(r"`[a-z-]+`: (co-located|spread) runs \(([a-z ]+) (\d+)(?:, ([a-z ]+) (\d+))? of (\d+)\): "
+                          r"(?:([a-z ]+) / ([a-z ]+) \(wall\)|([a-z]+) µs per round trip \(the tool's\) / floor)",
                           chk["check"])
     if placed and case in cases:
-        # Each run is placed by its voluntary context switches per
-        # substitution; a placement's check compares the runs each arm had in it.
+        # A placement's check compares the runs each arm had in it: wall
+        # against wall (num / den, counted in that order), or an arm's
+        # perf µs per round trip against the floor of every round.
         c = cases[case]
         arm = {a["name"]: a for a in c["arms"]}
-        for a in c["arms"]:
-            assert a["placement"] == ["co-located" if v >= 3.75 * c["ops"] else "spread" if v <= 3.25 * c["ops"] else "mixed"
-                                      for v in a["vol_cs"]], a
-        walls = lambda name: [w for w, p in zip(arm[name]["wall_us"], arm[name]["placement"]) if p == placed.group(1)]
-        base, mine = walls("no shim"), walls(placed.group(3))
-        assert (int(placed.group(2)), int(placed.group(4)), int(placed.group(5))) == (len(base), len(mine), 1), chk
+        where = placed.group(1)
+        values = lambda name, field: [w for w, p in zip(arm[name][field], arm[name]["placement"]) if p == where]
+        if placed.group(7):
+            assert case in placed_cases and placed.group(4), chk
+            assert (placed.group(2), placed.group(4)) == (placed.group(7), placed.group(8)), chk
+            num, den = values(placed.group(7), "wall_us"), values(placed.group(8), "wall_us")
+        else:
+            assert case in ("perf-pipe", "perf-threads") and not placed.group(4), chk
+            assert placed.group(2) == placed.group(9), chk
+            num, den = values(placed.group(9), "figure"), c["floor"]["us_per_op"]
+        shown = [int(placed.group(3))] + ([int(placed.group(5))] if placed.group(4) else [])
+        assert shown == [len(num), len(den)][:len(shown)] and int(placed.group(6)) == 1, chk
         assert chk["bound"] is None, chk
-        if min(len(base), len(mine)) < 3:
+        if min(len(num), len(den)) < 3:
             assert chk["value"] == "fewer than 3 runs" and chk["result"] == "not run", chk
         else:
-            assert abs(float(chk["value"]) - statistics.median(base) / statistics.median(mine)) < 2e-3, chk
+            assert abs(float(chk["value"]) - statistics.median(num) / statistics.median(den)) < 2e-3, chk
     elif case in short_lived and case in cases:
         # The bound of a short-lived case is the empty preload's ratio; the
         # shim's own share is the arm's ratio over it.

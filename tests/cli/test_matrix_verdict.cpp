@@ -255,9 +255,32 @@ TEST_CASE("a run is placed by its voluntary switches per operation") {
     CHECK(placement_by_switches(6010, 2000, m) == Placement::Spread);
     CHECK(placement_by_switches(5, 0, m) == Placement::Mixed);  // nothing to divide
     const std::vector<double> wall{10, 20, 30, 40, 50}, cs{760, 600, 800, 640, 700};
-    CHECK(placed_walls(wall, cs, 200, m, Placement::CoLocated) == std::vector<double>{10, 30});
-    CHECK(placed_walls(wall, cs, 200, m, Placement::Spread) == std::vector<double>{20, 40});
-    CHECK(placed_walls(wall, cs, 200, m, Placement::Mixed) == std::vector<double>{50});
+    CHECK(placed_values(wall, cs, 200, m, Placement::CoLocated) == std::vector<double>{10, 30});
+    CHECK(placed_values(wall, cs, 200, m, Placement::Spread) == std::vector<double>{20, 40});
+    CHECK(placed_values(wall, cs, 200, m, Placement::Mixed) == std::vector<double>{50});
+}
+
+TEST_CASE("a ping-pong is placed by its involuntary switches per round trip") {
+    // perf bench sched pipe: 0.83-0.87 per round trip on one CPU in every
+    // arm, at most 0.09 on two; 0.2-0.29, 0.58 and 0.71 moved during the run.
+    constexpr SwitchMarks m{.colocated_at = 0.75, .spread_at = 0.1, .involuntary = true};
+    CHECK(m.counter() == "involuntary");
+    CHECK(SwitchMarks{.colocated_at = 1}.counter() == "voluntary");
+    CHECK(placement_by_switches(1652, 2000, m) == Placement::CoLocated);
+    CHECK(placement_by_switches(1500, 2000, m) == Placement::CoLocated);
+    CHECK(placement_by_switches(1428, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(1164, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(398, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(201, 2000, m) == Placement::Mixed);
+    CHECK(placement_by_switches(200, 2000, m) == Placement::Spread);
+    CHECK(placement_by_switches(170, 2000, m) == Placement::Spread);
+    CHECK(placement_by_switches(3, 2000, m) == Placement::Spread);
+    // Four runs: a wall time each, and its switches.
+    const std::vector<double> wall{12e3, 118e3, 11e3, 35e3}, cs{1720, 4, 1716, 1164};
+    CHECK(placed_values(wall, cs, 2000, m, Placement::CoLocated) ==
+          std::vector<double>{12e3, 11e3});
+    CHECK(placed_values(wall, cs, 2000, m, Placement::Spread) == std::vector<double>{118e3});
+    CHECK(placed_values(wall, cs, 2000, m, Placement::Mixed) == std::vector<double>{35e3});
 }
 
 TEST_CASE("a placement's ratio compares the runs each arm had in it, from three of each") {

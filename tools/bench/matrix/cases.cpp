@@ -150,7 +150,24 @@ std::vector<Case> all_cases(const Scale& s) {
             .op = "round trip",
             .tools = {"perf"},
             .figure = Figure::PerfUsecsPerOp,
-            .floor = Floor::RoundTrips};
+            .floor = Floor::RoundTrips,
+            // Runs split in two, in every arm, and the scheduler picks per
+            // run. Both ends on one CPU: the woken end preempts the writer
+            // before its read blocks, 0.83-0.87 involuntary switches per
+            // round trip (and 1.13-1.18 voluntary) in every arm, a spin
+            // hitting nothing there. On two CPUs: 0.001-0.085 involuntary
+            // (time-slice preemptions by other work, more the slower the
+            // run), and voluntary 2.0 without a spin but 0.002-1.96 with
+            // fixed or adaptive, as their spins hit or miss: the voluntary
+            // switches cannot place the runs of every arm alike.
+            // `perf bench sched pipe -l 2000` (and -T) under `taskset -c 0`
+            // and free, in all five arms, Linux 6.18, 2 CPUs: of 100 runs
+            // with a compiler busy on one CPU, 88 at 0.826-0.871, 10 at
+            // 0.003-0.085, 2 at 0.58 (25 µs per round trip against 6: they
+            // moved); of 80 before, 12 spread runs of no shim and off at
+            // 0.001-0.002, one at 0.71 (17 µs); a matrix's runs at 0.20-0.29
+            // (30 µs against 60 on two CPUs), which count as mixed.
+            .switch_marks = {.colocated_at = 0.75, .spread_at = 0.1, .involuntary = true}};
         if (threads) c.argv.emplace_back("-T");
         out.push_back(std::move(c));
     }

@@ -133,32 +133,69 @@ public:
             bound_of, rounds_of);
     }
 
-    // no shim / arm (wall) over the runs of each that took placement p
+    // One side of a placed check: the values of the runs that took the
+    // placement, and the name its count is shown under ("": not shown,
+    // the floor's, which every round runs).
+    struct Side {
+        std::string name;
+        std::vector<double> values;
+    };
+
+    // num / den over the runs of each that took placement p
     // (Case::switch_marks), which need not be the same rounds: the
-    // interval resamples each arm's runs on their own (bootstrap_ratio).
-    // Without kMinPlacedRuns runs of each in it, no value.
-    void placed_ratio(std::string_view id, Placement p, std::size_t arm, double threshold) {
+    // interval resamples each side's runs on their own (bootstrap_ratio).
+    // sides(run) gives {num, den}, nullopt when an arm they need did not
+    // run. Without kMinPlacedRuns runs on each side, no value.
+    template <typename Sides>
+    void placed(std::string_view id, Placement p, std::string_view what, bool at_least,
+                double threshold, Sides sides) {
         const CaseRun* r = find_run(rep_, id);
-        const bool ran = r != nullptr && rep_.runs_arm(arm);
-        std::vector<double> base, mine;
+        std::optional<std::pair<Side, Side>> s;
+        if (r) s = sides(*r);
         std::string counts;
-        if (ran) {
-            base = walls_placed(*r, kNoShim, p);
-            mine = walls_placed(*r, arm, p);
-            counts = fmt::format(" (no shim {}, {} {} of {})", base.size(), kArms[arm].name,
-                                 mine.size(), r->arms[kNoShim].samples.size());
+        if (s) {
+            std::vector<std::string> shown;
+            for (const Side* side : {&s->first, &s->second})
+                if (!side->name.empty())
+                    shown.push_back(fmt::format("{} {}", side->name, side->values.size()));
+            counts =
+                fmt::format(" ({} of {})", fmt::join(shown, ", "), r->arms[kNoShim].samples.size());
         }
-        const PlacedRatio ratio = bench::placed_ratio(base, mine);
+        const PlacedRatio ratio =
+            s ? bench::placed_ratio(s->first.values, s->second.values) : PlacedRatio{};
         add_bounded(
-            id,
-            fmt::format("{} runs{}: no shim / {} (wall)", placement_name(p), counts,
-                        kArms[arm].name),
-            true, threshold, [&](const CaseRun&) { return ratio.value; },
+            id, fmt::format("{} runs{}: {}", placement_name(p), counts, what), at_least, threshold,
+            [&](const CaseRun&) { return ratio.value; },
             [](const CaseRun&) { return std::optional<double>(); });
         Check& c = out_.back();
-        if (ran && !ratio.value) c.value = fmt::format("fewer than {} runs", kMinPlacedRuns);
+        if (s && !ratio.value) c.value = fmt::format("fewer than {} runs", kMinPlacedRuns);
         c.interval = ratio.interval;
         if (c.interval) c.resolved = resolves(*c.interval, threshold);
+    }
+
+    // The wall times of arm `num` over those of arm `den` in placement p.
+    void placed_walls(std::string_view id, Placement p, std::size_t num, std::size_t den,
+                      bool at_least, double threshold) {
+        placed(id, p, fmt::format("{} / {} (wall)", kArms[num].name, kArms[den].name), at_least,
+               threshold, [&](const CaseRun& r) -> std::optional<std::pair<Side, Side>> {
+                   if (!rep_.runs_arm(num) || !rep_.runs_arm(den)) return std::nullopt;
+                   return std::pair{Side{std::string(kArms[num].name), walls_placed(r, num, p)},
+                                    Side{std::string(kArms[den].name), walls_placed(r, den, p)}};
+               });
+    }
+
+    // An arm's own µs per operation (the case's figure) in placement p over
+    // its floor's, which every round runs.
+    void placed_floor(std::string_view id, Placement p, std::size_t arm, double threshold) {
+        const CaseRun* r = find_run(rep_, id);
+        placed(id, p,
+               fmt::format("{} µs per {} (the tool's) / floor", kArms[arm].name,
+                           r ? r->spec.op : "operation"),
+               false, threshold, [&](const CaseRun& run) -> std::optional<std::pair<Side, Side>> {
+                   if (!rep_.runs_arm(arm) || run.floor_samples.empty()) return std::nullopt;
+                   return std::pair{Side{std::string(kArms[arm].name), figures_placed(run, arm, p)},
+                                    Side{"", run.floor_samples}};
+               });
     }
 
     std::vector<Check> take() { return std::move(out_); }
@@ -180,6 +217,19 @@ std::vector<Check> acceptance(const Report& rep) {
                          return wall_ratio_at(r, kAdaptive, p) / fixed;
                      });
         k.wall_ratio(id, kAdaptive, 20, true, "adaptive speed-up, ");
+    }
+    // The ping-pongs per placement (Case::switch_marks): the medians above
+    // weigh the two by how often the scheduler put each arm's ends on one
+    // CPU. On two CPUs a spin can save the wake-ups: adaptive must spin as
+    // well as fixed, and each near the floor, measured by perf's own µs per
+    // round trip (its wall time holds its start-up, which the floor does
+    // not). On one CPU no spin can hit: adaptive must cost what no shim
+    // does.
+    for (std::string_view id : {"perf-pipe", "perf-threads"}) {
+        k.placed_walls(id, Placement::Spread, kAdaptive, kFixed, false, 1.2);
+        k.placed_floor(id, Placement::Spread, kFixed, 1.15);
+        k.placed_floor(id, Placement::Spread, kAdaptive, 1.2);
+        k.placed_walls(id, Placement::CoLocated, kAdaptive, kNoShim, false, 1.05);
     }
     // A spin that pays saves the wake-up, which the voluntary
     // context switches count.
@@ -246,8 +296,8 @@ std::vector<Check> acceptance(const Report& rep) {
     // medians above weigh the two by how often each arm took each, which
     // the scheduler decides; within one placement the arms compare alike.
     for (Placement p : {Placement::CoLocated, Placement::Spread}) {
-        k.placed_ratio("cmdsubst", p, kAdaptive, 0.97);
-        k.placed_ratio("cmdsubst", p, kOff, 0.98);
+        k.placed_walls("cmdsubst", p, kNoShim, kAdaptive, true, 0.97);
+        k.placed_walls("cmdsubst", p, kNoShim, kOff, true, 0.98);
     }
     const CaseRun* spawn = find_run(rep, "spawn");
     const std::optional<double> empty_added =

@@ -74,9 +74,9 @@ struct Case {
     // to fail unless the shim is there exactly when the arm has it.
     bool worker = false;
     std::string shown{};  // the command as the Markdown shows it, when argv is unreadable
-    // Set: each run is placed by its voluntary context switches per
-    // operation (placement_by_switches), and the report and the checks also
-    // compare each placement's runs on their own.
+    // Set: each run is placed by its voluntary or involuntary context
+    // switches per operation (placement_by_switches), and the report and
+    // the checks also compare each placement's runs on their own.
     SwitchMarks switch_marks{};
 };
 
@@ -178,9 +178,14 @@ void summarize_case(CaseRun& run, const std::vector<std::size_t>& arms);
 // One figure of an arm, round by round.
 std::vector<double> column(const ArmResult& a, double Sample::*field);
 std::vector<double> figures(const ArmResult& a);  // the case's figure; 0 where none
-// The wall times of an arm's runs that took placement p (by their context
-// switches: Case::switch_marks).
+// Where a run of the case ran, by its context switches (Case::switch_marks).
+Placement placement_of(const CaseRun& run, const Sample& s);
+// The context switches per run of an arm that place it (voluntary or
+// involuntary: Case::switch_marks).
+std::vector<double> switches(const CaseRun& run, std::size_t arm);
+// The wall times, and the figures, of an arm's runs that took placement p.
 std::vector<double> walls_placed(const CaseRun& run, std::size_t arm, Placement p);
+std::vector<double> figures_placed(const CaseRun& run, std::size_t arm, Placement p);
 // The run's rounds, 0..n-1.
 std::vector<std::size_t> rounds_of(const CaseRun& run);
 // An arm's wall ratio (no shim / arm) and CPU ratio (arm / no shim) over the

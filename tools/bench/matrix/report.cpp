@@ -227,19 +227,27 @@ std::string placement_tables(const Report& rep) {
     return md;
 }
 
+// Where a placed case's figure (perf's µs per round trip) is worth a
+// median per placement beside the wall time.
+bool places_figure(const Case& c) {
+    return c.switch_marks.on() && c.figure == Figure::PerfUsecsPerOp;
+}
+
 // The cases whose runs are placed by their context switches
 // (Case::switch_marks): per placement, each arm's runs and their median
-// wall time.
+// wall time (and figure).
 std::string switch_placement_tables(const Report& rep) {
     std::string md;
     for (const CaseRun& r : rep.runs) {
         if (!r.spec.switch_marks.on()) continue;
+        const SwitchMarks& m = r.spec.switch_marks;
         md += fmt::format(
-            "\nPlacement (`{}`): a run with at least {:g} voluntary context switches per {} ran "
+            "\nPlacement (`{}`): a run with at least {:g} {} context switches per {} ran "
             "on one CPU (co-located), one with at most {:g} on two (spread), one between moved "
-            "during the run (mixed). Each arm's runs in each, and their median wall time:\n\n"
+            "during the run (mixed). Each arm's runs in each, and their median wall time{}:\n\n"
             "| placement |",
-            r.spec.id, r.spec.switch_marks.colocated_at, r.spec.op, r.spec.switch_marks.spread_at);
+            r.spec.id, m.colocated_at, m.counter(), r.spec.op, m.spread_at,
+            places_figure(r.spec) ? fmt::format(" and µs per {} (the tool's)", r.spec.op) : "");
         std::string rule = "|---|";
         for (std::size_t i : rep.arms) {
             md += fmt::format(" {} |", kArms[i].name);
@@ -250,9 +258,13 @@ std::string switch_placement_tables(const Report& rep) {
             md += fmt::format("| {} |", placement_name(p));
             for (std::size_t i : rep.arms) {
                 const std::vector<double> w = walls_placed(r, i, p);
-                md += w.empty()
-                          ? " 0 |"
-                          : fmt::format(" {}: {} |", w.size(), seconds_text(summarize(w).median));
+                std::string cell =
+                    w.empty() ? "0"
+                              : fmt::format("{}: {}", w.size(), seconds_text(summarize(w).median));
+                if (!w.empty() && places_figure(r.spec))
+                    cell +=
+                        fmt::format(", {}", per_op_text(summarize(figures_placed(r, i, p)).median));
+                md += fmt::format(" {} |", cell);
             }
             md += "\n";
         }
@@ -274,9 +286,11 @@ std::string acceptance_table(const Report& rep) {
         "`make-j` the bound is the empty preload's ratio: no preloaded library could; the line "
         "after each says what the shim adds to that empty preload. For `fork` the bound is the "
         "least a fork can cost more, what the empty preload adds, and the line after it the "
-        "shim's own share (off - empty preload). `cmdsubst`'s runs are also compared within "
-        "each placement (above): the arms' runs there need not be the same rounds, so that "
-        "interval resamples each arm's runs on its own.\n\n";
+        "shim's own share (off - empty preload). The runs of `cmdsubst` and the perf "
+        "ping-pongs are also compared within each placement (above): the arms' runs there need "
+        "not be the same rounds, so that interval resamples each arm's runs on its own; a "
+        "ping-pong's µs per round trip there is perf's own (its wall time holds its start-up), "
+        "against the floor's median over every round.\n\n";
     md +=
         "| check | value | 95% interval | threshold | bound on this host | result "
         "|\n|---|--:|--:|--:|--:|---|\n";
@@ -332,10 +346,8 @@ Json arm_json(const CaseRun& r, std::size_t i) {
               {"invol_cs", sample_figures(a, &Sample::invol_cs, 1)},
               {"figure", sample_list(a, [](const Sample& s) { return json_number(s.figure, 4); })}};
     if (r.spec.switch_marks.on())
-        o["placement"] = sample_list(a, [&](const Sample& s) {
-            return Json(
-                placement_name(placement_by_switches(s.vol_cs, r.spec.ops, r.spec.switch_marks)));
-        });
+        o["placement"] = sample_list(
+            a, [&](const Sample& s) { return Json(placement_name(placement_of(r, s))); });
     if (r.spec.figure == Figure::PlacedUsPerOp) {
         o["same_cpu"] = sample_list(a, [](const Sample& s) { return Json(s.same_cpu); });
         o["cpu_samples"] = sample_list(a, [](const Sample& s) { return Json(s.cpu_samples); });
@@ -359,6 +371,30 @@ Json case_json(const Report& rep, const CaseRun& r) {
             medians[std::string(kArms[i].name)] = json_number(g.median[i], 4);
         groups.push_back({{"name", g.name}, {"rounds", g.rounds}, {"median", std::move(medians)}});
     }
+    // Per placement (Case::switch_marks), each arm's runs and their medians:
+    // the Markdown's placement table.
+    Json placements = nullptr;
+    if (r.spec.switch_marks.on()) {
+        const SwitchMarks& m = r.spec.switch_marks;
+        placements = {{"switches", m.counter()},
+                      {"colocated_at", m.colocated_at},
+                      {"spread_at", m.spread_at}};
+        for (Placement p : {Placement::CoLocated, Placement::Spread, Placement::Mixed}) {
+            Json per_arm = Json::object();
+            for (std::size_t i : rep.arms) {
+                const std::vector<double> w = walls_placed(r, i, p), f = figures_placed(r, i, p);
+                per_arm[std::string(kArms[i].name)] = {
+                    {"runs", w.size()},
+                    {"median_wall_us",
+                     json_number(w.empty() ? std::nullopt : std::optional(summarize(w).median), 1)},
+                    {"median_figure", json_number(w.empty() || !places_figure(r.spec)
+                                                      ? std::nullopt
+                                                      : std::optional(summarize(f).median),
+                                                  4)}};
+            }
+            placements[std::string(placement_name(p))] = std::move(per_arm);
+        }
+    }
     return {{"id", r.spec.id},
             {"command", shell_join(r.spec.argv)},
             {"ops", r.spec.ops},
@@ -366,7 +402,8 @@ Json case_json(const Report& rep, const CaseRun& r) {
             {"cpu", r.spec.figure == Figure::ConsumerCpu ? "consumer" : "command tree"},
             {"arms", std::move(arms)},
             {"floor", std::move(floor)},
-            {"groups", std::move(groups)}};
+            {"groups", std::move(groups)},
+            {"placements", std::move(placements)}};
 }
 
 Json check_json(const Check& c) {

@@ -284,11 +284,26 @@ std::vector<double> figures(const ArmResult& a) {
     return v;
 }
 
+std::vector<double> switches(const CaseRun& run, std::size_t arm) {
+    return column(run.arms[arm],
+                  run.spec.switch_marks.involuntary ? &Sample::invol_cs : &Sample::vol_cs);
+}
+
+Placement placement_of(const CaseRun& run, const Sample& s) {
+    const SwitchMarks& m = run.spec.switch_marks;
+    return placement_by_switches(m.involuntary ? s.invol_cs : s.vol_cs, run.spec.ops, m);
+}
+
 std::vector<double> walls_placed(const CaseRun& run, std::size_t arm, Placement p) {
     if (!run.spec.switch_marks.on()) return {};
-    const ArmResult& a = run.arms[arm];
-    return placed_walls(column(a, &Sample::wall_us), column(a, &Sample::vol_cs), run.spec.ops,
-                        run.spec.switch_marks, p);
+    return placed_values(column(run.arms[arm], &Sample::wall_us), switches(run, arm), run.spec.ops,
+                         run.spec.switch_marks, p);
+}
+
+std::vector<double> figures_placed(const CaseRun& run, std::size_t arm, Placement p) {
+    if (!run.spec.switch_marks.on()) return {};
+    return placed_values(figures(run.arms[arm]), switches(run, arm), run.spec.ops,
+                         run.spec.switch_marks, p);
 }
 
 std::vector<std::size_t> rounds_of(const CaseRun& run) {

@@ -125,43 +125,53 @@ constexpr std::optional<Placement> classify_placement(int same, int total) {
     return Placement::Mixed;
 }
 
-// A loop of short-lived processes has no pipe pair to sample: where a run's
-// processes ran shows in its voluntary context switches per operation. A
-// shell's $(...) whose forked child runs on its parent's CPU switches about
-// once more per iteration (the parent gives way to the child, then waits
-// for its exit) than one whose child starts on the other CPU: a run at or
-// above colocated_at per operation was co-located, one at or below
-// spread_at spread, one between moved during the run (mixed).
+// A run without CPU samples of its own shows where its processes ran in
+// its context switches per operation, voluntary or involuntary
+// (SwitchMarks::involuntary), whichever separates the placements of the
+// case in every arm. A run at or above colocated_at per operation was
+// co-located, one at or below spread_at spread, one between moved during
+// the run (mixed).
+//
+// A shell's $(...) whose forked child runs on its parent's CPU switches
+// voluntarily about once more per iteration (the parent gives way to the
+// child, then waits for its exit) than one whose child starts on the other
+// CPU. A ping-pong whose ends share a CPU is preempted: the woken peer
+// takes the CPU from the writer before it blocks in its read, almost once
+// per round trip, where ends on two CPUs are all but never preempted; its
+// voluntary switches cannot tell, as a spin that hits removes them only
+// where the ends are apart (cases.cpp).
 struct SwitchMarks {
     double colocated_at = 0, spread_at = 0;  // colocated_at 0: not placed this way
+    bool involuntary = false;                // else the voluntary switches
     constexpr bool on() const { return colocated_at > 0; }
+    constexpr std::string_view counter() const { return involuntary ? "involuntary" : "voluntary"; }
 };
-constexpr Placement placement_by_switches(double vol_cs, std::uint64_t ops, SwitchMarks m) {
+constexpr Placement placement_by_switches(double cs, std::uint64_t ops, SwitchMarks m) {
     if (ops == 0) return Placement::Mixed;
-    const double per_op = vol_cs / static_cast<double>(ops);
+    const double per_op = cs / static_cast<double>(ops);
     return per_op >= m.colocated_at ? Placement::CoLocated
            : per_op <= m.spread_at  ? Placement::Spread
                                     : Placement::Mixed;
 }
 
-// The wall times of the runs (wall, vol_cs: one per run) that took
-// placement p.
-inline std::vector<double> placed_walls(std::span<const double> wall,
-                                        std::span<const double> vol_cs, std::uint64_t ops,
-                                        SwitchMarks marks, Placement p) {
+// The values of the runs (values, cs: one per run; cs the switches the
+// marks count) that took placement p.
+inline std::vector<double> placed_values(std::span<const double> values, std::span<const double> cs,
+                                         std::uint64_t ops, SwitchMarks marks, Placement p) {
     std::vector<double> out;
-    for (std::size_t i = 0; i < wall.size() && i < vol_cs.size(); ++i)
-        if (placement_by_switches(vol_cs[i], ops, marks) == p) out.push_back(wall[i]);
+    for (std::size_t i = 0; i < values.size() && i < cs.size(); ++i)
+        if (placement_by_switches(cs[i], ops, marks) == p) out.push_back(values[i]);
     return out;
 }
 
 // A placement's median needs this many runs of each arm compared.
 inline constexpr std::size_t kMinPlacedRuns = 3;
 
-// no shim / arm over the runs each took in one placement, which need not be
-// the same rounds: the ratio of their medians, and its interval with each
-// side's runs resampled on their own (bootstrap_ratio). Nothing without
-// kMinPlacedRuns runs on each side.
+// base / arm over the runs each took in one placement (no shim / arm, or
+// arm / arm, or an arm's µs per operation / its floor's), which need not
+// be the same rounds: the ratio of their medians, and its interval with
+// each side's runs resampled on their own (bootstrap_ratio). Nothing
+// without kMinPlacedRuns runs on each side.
 struct PlacedRatio {
     std::optional<double> value;
     std::optional<Interval> interval;
