@@ -292,7 +292,7 @@ case_pingpong_env_hygiene() {
 case_worker() {
   # The worker's stdout is one number and nothing else, with or without the shim.
   for args in "pingpong 100" "pingpong --threads 100" "floor 100" "floor-blocks 100" "sparse 5" \
-              "spawn 5" "fork 20"; do
+              "spawn 5" "fork 20" "wakeup-same 5" "wakeup-spread 5" "wakeup-free 5"; do
     # spawn and fork print a difference of two spawns or forks: either sign.
     expect_status 0 "$bench" worker $args
     grep -qxE -- '-?[0-9]+\.[0-9]+' "$work/out" || fail "worker $args printed '$(cat "$work/out")'"
@@ -326,11 +326,20 @@ case_worker() {
   LD_PRELOAD="$library" expect_status 1 "$bench" worker spawn --expect-no-shim 5
   expect_status 1 "$bench" worker fork --expect-shim 5
   [ ! -s "$work/out" ] || fail "a failing worker wrote to stdout"
+  # wakeup's reader pins itself (and its writer to the same CPU, or to
+  # another); its run time over the reads is positive. One usable CPU
+  # cannot spread them.
+  expect_status 0 "$bench" worker wakeup-same --expect-no-shim 5
+  grep -qxE '[0-9]+\.[0-9]+' "$work/out" && [ "$(cat "$work/out")" != 0.0000 ] ||
+    fail "worker wakeup-same printed '$(cat "$work/out")'"
+  command -v taskset >/dev/null || return 0
+  taskset -c 0 "$bench" worker wakeup-spread 5 >"$work/out" 2>"$work/err" && fail "wakeup-spread on one CPU"
+  expect_in "$work/err" "wakeup-spread needs two usable CPUs"
 }
 
 # matrix: structure only. Every case runs with --quick parameters and one
 # round; cases whose tool is missing here are skipped by the matrix itself.
-matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse cmdsubst xargs make-j spawn fork py-pingpong"
+matrix_cases="perf-pipe perf-threads hackbench-g1 hackbench-g2 hackbench-g4 hackbench-stream dd-cat seq-wc sparse wakeup-same wakeup-spread cmdsubst xargs make-j spawn fork py-pingpong"
 matrix_arms=("no shim" "empty preload" off fixed adaptive)
 
 case_matrix() {
@@ -365,6 +374,11 @@ case_matrix() {
   grep -qE '^\| spawn \(µs per process over one without preload\) \| [+-][0-9]+\.[0-9] \|( [+-][0-9]+\.[0-9] \([+-][0-9]+\.[0-9]\) \|)+$' "$md" ||
     { cat "$md" >&2; fail "spawn's row of paired differences"; }
   expect_in "$md" "| footprint (VmRSS, KiB) | "
+  # The wake-ups side by side, per placement: µs per read per arm.
+  for c in wakeup-same wakeup-spread; do
+    grep -qF "| $c | adaptive | " "$md" || continue
+    grep -qE "^\| $c( \| [0-9.]+){5} \| [+-][0-9]+\.[0-9]{3} \|\$" "$md" || { cat "$md" >&2; fail "no wake-up row for $c"; }
+  done
   # The floors: a row with a positive bound for each case that has one and
   # ran, that bound again in its speed-up check, and none for the others.
   floors=0
@@ -413,6 +427,15 @@ for c in d["cases"]:
 # context switch each, counted for the worker that reaped it.
 sparse = [c for c in d["cases"] if c["id"] == "sparse"][0]
 assert all(a["median_vol_cs"] >= sparse["ops"] for a in sparse["arms"]), sparse
+# wakeup's CPU is its reader's run time over the reads, which wait: less
+# than the wall.
+for c in d["cases"]:
+    if c["id"] in ("wakeup-same", "wakeup-spread"):
+        assert c["cpu"] == "consumer" and c["command"].endswith(f"worker {c['id']} {c['ops']}"), c
+        for a in c["arms"]:
+            assert 0 < a["median_cpu_us"] < a["median_wall_us"], a
+    else:
+        assert c["cpu"] == ("consumer" if c["id"] == "sparse" else "command tree"), c
 # The footprint's bss is what size(1) says (when binutils is there).
 sizes = dict(re.findall(r"^(\.t?bss)\s+(\d+)", sys.argv[2], re.M))
 if sizes:
@@ -557,6 +580,10 @@ for chk in d["acceptance"]:
         assert abs(v - (fig[m.group(2)] - fig["no shim"])) < 2e-3, (chk, fig)
         if m.group(1) == "spawn":
             assert abs(t - max(1.5 * (fig["empty preload"] - fig["no shim"]), 10)) < 0.01, (chk, fig)
+    m = re.fullmatch(r"`(wakeup-same|wakeup-spread)`: reader CPU µs per read, adaptive - off", chk["check"])
+    if m:
+        cpu = {a["name"]: a["median_cpu_us"] for a in cases[m.group(1)]["arms"]}
+        assert abs(v - (cpu["adaptive"] - cpu["off"]) / cases[m.group(1)]["ops"]) < 2e-3, (chk, cpu)
     if chk["check"] == "`sparse`: adaptive consumer CPU / empty preload's, the shim's own share":
         cpu = {a["name"]: a["median_cpu_us"] for a in cases["sparse"]["arms"]}
         assert abs(v - cpu["adaptive"] / cpu["empty preload"]) < 2e-3, (chk, cpu)
@@ -690,6 +717,12 @@ case_matrix_missing() {
     --cases perf-pipe,hackbench-stream
   expect_in "$work/err" "none of the chosen cases can run"
   expect_in "$work/err" "linux-perf"
+  # One usable CPU: no spread placement, the case skipped with a note.
+  command -v taskset >/dev/null || return 0
+  expect_status 0 taskset -c 0 "$bench" matrix --quick --rounds 1 --cases wakeup-same,wakeup-spread
+  expect_in "$work/err" "skipping wakeup-spread: it needs 2 usable CPUs, this process has 1"
+  expect_in "$work/out" "| wakeup-same | adaptive | "
+  expect_not_in "$work/out" "| wakeup-spread | adaptive | "
 }
 
 # Debian's perf wrapper without a perf for the running kernel: the matrix

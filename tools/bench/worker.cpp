@@ -3,13 +3,15 @@
 //
 //   pipespin-bench worker pingpong [--threads] [--expect-shim|--expect-no-shim] N
 //   pipespin-bench worker floor|floor-blocks|sparse|spawn|fork [--expect-...] N
+//   pipespin-bench worker wakeup-same|wakeup-spread|wakeup-free [--expect-...] N
 //   pipespin-bench worker fork-twin        (fork's other half: see fork_paired())
 //   pipespin-bench worker relay|feed ...   (coverage/worker.cpp)
 //
 // What each prints: pingpong, floor: the mean µs per round trip;
 // floor-blocks: the mean µs of copying a 64 KiB block in and out; sparse:
-// the consumer's CPU µs over its reads; spawn and fork: the median µs a
-// process start or a fork took over one without any preload.
+// the consumer's CPU µs over its reads; wakeup-*: the reader's run time
+// over its reads, µs; spawn and fork: the median µs a process start or a
+// fork took over one without any preload.
 //
 // floor, floor-blocks: the pipe traffic of a ping-pong (N round trips) or of
 // `dd bs=64k | cat` (N blocks) within one thread, the least that traffic can
@@ -25,6 +27,16 @@
 // spent from its first read to EOF (not its start-up, which is the same in
 // every arm and would only dilute the difference spinning makes).
 //
+// wakeup-same, wakeup-spread, wakeup-free: what a blocking read's wake-up
+// costs the reader (tools/bench/scripts/wakeup.sh, matrix's wakeup-*). A
+// forked writer sends N + 1 bytes, one every 2 ms as sparse's does; this
+// process reads them one at a time. What it prints is its own run time
+// (/proc/thread-self/schedstat, in ns: rusage's CPU times are sampled at
+// the tick, coarser than a read) from its first byte to EOF, N reads. The
+// two ends are pinned, after the shim's constructor (which so still sees
+// every usable CPU): same, both to the first usable CPU; spread, the
+// writer to the second; free, not at all.
+//
 // spawn: N times posix_spawn of /bin/true and wait for it, one after
 // another; the child inherits this process's environment, so a preload
 // here is a preload there: the cost of starting a process in a wrapped tree.
@@ -36,6 +48,7 @@
 // one without LD_PRELOAD, in turn; what is printed is the median difference
 // (fork_paired()).
 #include <fcntl.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -196,6 +209,74 @@ void reap(pid_t pid, std::string_view what) {
                       fmt::format("worker: {}: a child {}", what, describe_wait_status(status)));
 }
 
+enum class Pin { Same, Spread, Free };
+
+// The `which`-th usable CPU of this process (0 or 1); -1 when there are
+// not that many.
+int usable_cpu(int which) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    for (int c = 0, seen = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set) && seen++ == which) return c;
+    return -1;
+}
+
+// 0 or an errno value: no exceptions, a forked child runs it too.
+int pin_to(int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return ::sched_setaffinity(0, sizeof one, &one) == 0 ? 0 : errno;
+}
+
+// This thread's run time so far, ns: the first field of its schedstat.
+// Raw system calls, which no preload sees: the shim's work on this file
+// would land inside the measured stretch.
+std::uint64_t run_ns() {
+    char buf[128];
+    const long fd =
+        ::syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    const long n = fd < 0 ? -1 : ::syscall(SYS_read, fd, buf, sizeof buf - 1);
+    if (fd >= 0) ::syscall(SYS_close, fd);
+    if (n <= 0)
+        throw Failure(kExitFailure,
+                      "worker: wakeup: cannot read /proc/thread-self/schedstat (a kernel "
+                      "without CONFIG_SCHED_INFO?)");
+    buf[n] = '\0';
+    return std::strtoull(buf, nullptr, 10);
+}
+
+double wakeup_reader_us(std::uint64_t n, Pin pin) {
+    const int reader_cpu = pin == Pin::Free ? -1 : usable_cpu(0);
+    const int writer_cpu = pin == Pin::Spread ? usable_cpu(1) : reader_cpu;
+    if (pin != Pin::Free && writer_cpu < 0)
+        throw Failure(kExitFailure, "worker: wakeup-spread needs two usable CPUs");
+    Pipe p = make_pipe();
+    pid_t pid = ::fork();
+    if (pid < 0) check(errno, "fork");
+    if (pid == 0) {
+        ::close(p.r);
+        const bool ok = (writer_cpu < 0 || pin_to(writer_cpu) == 0) && trickle(p.w, n + 1) == 0;
+        ::_exit(ok ? 0 : 1);
+    }
+    ::close(p.w);
+    if (reader_cpu >= 0) check(pin_to(reader_cpu), "sched_setaffinity");
+    // The first byte is not timed: the writer is on its beat from then on.
+    int rc = get_byte(p.r);
+    std::uint64_t got = rc == 1 ? 1 : 0;
+    const std::uint64_t run0 = run_ns();
+    while (rc == 1 && (rc = get_byte(p.r)) == 1) ++got;
+    const std::uint64_t run1 = run_ns();
+    ::close(p.r);
+    reap(pid, "wakeup writer");
+    check(rc < 0 ? -rc : 0, "wakeup read");
+    if (got != n + 1)
+        throw Failure(kExitFailure,
+                      fmt::format("worker: wakeup read {} bytes, expected {}", got, n + 1));
+    return static_cast<double>(run1 - run0) / 1e3;
+}
+
 // This process's environment without LD_PRELOAD, null-terminated for exec.
 std::vector<char*> environ_without_preload() {
     std::vector<char*> bare;
@@ -346,6 +427,15 @@ double floor_blocks_loop(std::uint64_t n, bool) {
 double sparse_loop(std::uint64_t n, bool) {
     return sparse_consumer_cpu(n);
 }
+double wakeup_same_loop(std::uint64_t n, bool) {
+    return wakeup_reader_us(n, Pin::Same);
+}
+double wakeup_spread_loop(std::uint64_t n, bool) {
+    return wakeup_reader_us(n, Pin::Spread);
+}
+double wakeup_free_loop(std::uint64_t n, bool) {
+    return wakeup_reader_us(n, Pin::Free);
+}
 double spawn_loop(std::uint64_t n, bool) {
     return spawn_true(n);
 }
@@ -357,6 +447,16 @@ constexpr Loop kLabLoops[] = {
     {"floor-blocks", "dd bs=64k | cat's traffic within one thread; prints µs per block",
      floor_blocks_loop},
     {"sparse", "a consumer of N bytes written every 2 ms; prints its CPU µs", sparse_loop},
+    // One loop per placement: a worker loop is LOOP [--expect-...] N, and
+    // prints one number.
+    {"wakeup-same",
+     "a reader of N bytes written every 2 ms, both ends on one CPU; prints its run µs",
+     wakeup_same_loop},
+    {"wakeup-spread",
+     "a reader of N bytes written every 2 ms, the ends on two CPUs; prints its run µs",
+     wakeup_spread_loop},
+    {"wakeup-free", "a reader of N bytes written every 2 ms, the ends unpinned; prints its run µs",
+     wakeup_free_loop},
     {"spawn", "posix_spawn of /bin/true, paired with one without preload; prints the µs added",
      spawn_loop},
     {"fork", "fork and wait, paired with a twin without preload; prints the µs added", fork_loop},

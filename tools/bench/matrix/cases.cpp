@@ -1,6 +1,7 @@
 // matrix's case catalogue: what each case runs, at which scale, and
 // what it needs before it runs: perf bench and hackbench for ping-pong and
-// fan-out, pipelines (dd | cat, seq | wc), a sparse producer, the
+// fan-out, pipelines (dd | cat, seq | wc), a sparse producer and a sparse
+// reader pinned per placement, the
 // short-lived pipes and processes of shells and make, a Python ping-pong
 // whose placement matters, and the shim's start-up footprint.
 #include <algorithm>
@@ -28,7 +29,8 @@ const Scale kFull{.perf_loops = 20'000,
                   .make_recipes = 100,
                   .spawns = 600,
                   .forks = 5'000,
-                  .py_round_trips = 10'000};
+                  .py_round_trips = 10'000,
+                  .wakeup_reads = 500};
 const Scale kQuick{.perf_loops = 2'000,
                    .hackbench_loops = 50,
                    .stream_loops = 40'000,
@@ -40,7 +42,8 @@ const Scale kQuick{.perf_loops = 2'000,
                    .make_recipes = 10,
                    .spawns = 20,
                    .forks = 100,
-                   .py_round_trips = 500};
+                   .py_round_trips = 500,
+                   .wakeup_reads = 100};
 
 namespace {
 
@@ -213,6 +216,32 @@ std::vector<Case> all_cases(const Scale& s) {
                    .op = "byte",
                    .figure = Figure::ConsumerCpu,
                    .worker = true});
+    // A reader that never spins (its writer answers 2 ms later) in each
+    // placement of its two ends: what each blocking read's wake-up costs
+    // it, which the shim must leave alone. Two cases rather than one with
+    // both placements: a case is one command line that each arm runs once
+    // a round, one sample with one figure, and the placements are two
+    // measurements with checks of their own; as cases they interleave all
+    // arms within each round like the others, the report gives each its
+    // rows, and `--cases` takes either. wakeup.sh adds the unpinned one.
+    for (std::string_view where : {"same", "spread"}) {
+        const bool same = where == "same";
+        out.push_back(
+            {.id = fmt::format("wakeup-{}", where),
+             .argv = {std::string(kBenchProgram), "worker", fmt::format("wakeup-{}", where),
+                      n(s.wakeup_reads)},
+             .about = fmt::format(
+                 "a writer sends 1 byte every 2 ms for {:g} s, a reader reads them one by one, "
+                 "{}; CPU is the reader's run time over its reads "
+                 "(/proc/thread-self/schedstat)",
+                 static_cast<double>(s.wakeup_reads) * 0.002,
+                 same ? "both pinned to one CPU" : "each pinned to a CPU of its own"),
+             .ops = s.wakeup_reads,
+             .op = "read",
+             .figure = Figure::ConsumerCpu,
+             .worker = true,
+             .cpus = same ? 1 : 2});
+    }
     out.push_back(
         {.id = "cmdsubst",
          .argv = {"bash", "-c",

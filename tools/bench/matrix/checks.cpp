@@ -254,6 +254,16 @@ std::vector<Check> acceptance(const Report& rep) {
                      if (!(empty > 0)) return std::nullopt;
                      return median_at(column(r.arms[kAdaptive], &Sample::cpu_us), p) / empty;
                  });
+    // A reader whose writer answers 2 ms later: a spin cannot hit, and the
+    // shim must not make its wake-ups cost more, in either placement.
+    for (std::string_view id : {"wakeup-same", "wakeup-spread"})
+        k.add_rounds(id, "reader CPU µs per read, adaptive - off", false, 0.3,
+                     [&](const CaseRun& r, Picks p) -> std::optional<double> {
+                         if (!rep.runs_arm(kOff)) return std::nullopt;
+                         return (median_at(column(r.arms[kAdaptive], &Sample::cpu_us), p) -
+                                 median_at(column(r.arms[kOff], &Sample::cpu_us), p)) /
+                                static_cast<double>(r.spec.ops);
+                     });
 
     // Short-lived pipes and processes. No preloaded library does better
     // than the empty one (one symbol, no constructor): its wall ratio in the

@@ -41,6 +41,7 @@
 #include "cli/util/text.h"
 #include "cli/util/tool_lookup.h"
 #include "core/options.h"
+#include "platform/sys.h"
 
 namespace pipespin::bench {
 namespace {
@@ -131,6 +132,9 @@ int run_matrix(const MatrixArgs& a, Args words) {
         if (!a.cases.empty() && std::find(a.cases.begin(), a.cases.end(), c.id) == a.cases.end())
             continue;
         std::vector<std::string> missing;
+        if (sys::usable_cpus() < c.cpus)
+            missing.push_back(fmt::format("it needs {} usable CPUs, this process has {}", c.cpus,
+                                          sys::usable_cpus()));
         for (std::string_view t : c.tools)
             if (!tool(t).path) missing.push_back(tool(t).note);
         if (!missing.empty()) {
@@ -212,7 +216,9 @@ Action define_matrix(CLI::App& app) {
         "arms compared within the first two, where spinning cannot help and where it can), "
         "hackbench -p with 1, 2 and "
         "4 groups and streaming, dd | cat, seq | wc -l, a sparse producer whose consumer's "
-        "CPU is measured, bash command substitution (each run placed by its voluntary "
+        "CPU is measured, a reader of a byte every 2 ms with both ends pinned to one CPU "
+        "(wakeup-same) or to two (wakeup-spread), its run time per read measured, bash "
+        "command substitution (each run placed by its voluntary "
         "context switches: on one CPU, on two, or mixed; the arms are compared within the "
         "first two too), xargs, a recursive make -j4 sharing its jobserver pipe, posix_spawn "
         "of /bin/true (each paired with one without any preload), fork (each paired with one "

@@ -78,6 +78,7 @@ struct Case {
     // switches per operation (placement_by_switches), and the report and
     // the checks also compare each placement's runs on their own.
     SwitchMarks switch_marks{};
+    int cpus = 1;  // the usable CPUs it needs: else skipped, with a note
 };
 
 // The full parameters, and a scaled-down set for smoke tests.
@@ -86,6 +87,7 @@ struct Scale {
     std::uint64_t shell_loops;              // cmdsubst's substitutions, xargs' processes
     std::uint64_t make_dirs, make_recipes;  // sub-makes, and recipes in each
     std::uint64_t spawns, forks, py_round_trips;
+    std::uint64_t wakeup_reads;  // the wakeup cases' reads, 2 ms apart
 };
 extern const Scale kFull, kQuick;
 

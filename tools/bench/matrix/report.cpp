@@ -272,6 +272,34 @@ std::string switch_placement_tables(const Report& rep) {
     return md;
 }
 
+// The wakeup cases side by side: the reader's CPU per read in each
+// placement and arm.
+std::string wakeup_table(const Report& rep) {
+    std::string rows;
+    for (std::string_view id : {"wakeup-same", "wakeup-spread"}) {
+        const CaseRun* r = find_run(rep, id);
+        if (!r) continue;
+        const auto ops = static_cast<double>(r->spec.ops);
+        rows += fmt::format("| {} |", id);
+        for (std::size_t i : rep.arms)
+            rows += fmt::format(" {} |", per_op_text(r->arms[i].cpu.median / ops));
+        rows += rep.runs_arm(kOff)
+                    ? fmt::format(" {:+.3f} |\n",
+                                  (r->arms[kAdaptive].cpu.median - r->arms[kOff].cpu.median) / ops)
+                    : " |\n";
+    }
+    if (rows.empty()) return "";
+    std::string md =
+        "\nWake-ups: a reader of a byte every 2 ms, its run time per read (µs, medians), with "
+        "both ends on one CPU (`wakeup-same`) and on two (`wakeup-spread`):\n\n| case |";
+    std::string rule = "|---|";
+    for (std::size_t i : rep.arms) {
+        md += fmt::format(" {} |", kArms[i].name);
+        rule += "--:|";
+    }
+    return md + " adaptive - off |\n" + rule + "--:|\n" + rows;
+}
+
 std::string acceptance_table(const Report& rep) {
     const MatrixArgs& a = *rep.args;
     std::string md = "\nAcceptance (from the medians above):\n\n";
@@ -434,7 +462,8 @@ std::string per_op_text(double us) {
 
 std::string markdown(const Report& rep) {
     return header(rep) + runs_table(rep) + floors_table(rep) + startup_tables(rep) +
-           placement_tables(rep) + switch_placement_tables(rep) + acceptance_table(rep);
+           placement_tables(rep) + switch_placement_tables(rep) + wakeup_table(rep) +
+           acceptance_table(rep);
 }
 
 std::string json(const Report& rep) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What each blocking read's wake-up costs a reader whose writer sends a byte
-# every 2 ms (tools/bench/scripts/wakeup.c), in each placement of the two ends, side
-# by side: no shim, the empty preload, and pipespin off, adaptive, and
-# adaptive with spin_read=off. Each round runs every arm once in every
+# every 2 ms (`pipespin-bench worker wakeup-same|wakeup-spread|wakeup-free`,
+# tools/bench/worker.cpp; the matrix runs the first two as cases), in each
+# placement of the two ends, side by side: no shim, the empty preload, and
+# pipespin off, adaptive, and adaptive with spin_read=off. Each round runs every arm once in every
 # placement, interleaved; prints per placement and arm the median reader run
 # time over the reads (µs, from /proc/thread-self/schedstat), its range, and
 # the ratio to no shim. With OTHER_BUILD, two more arms run that build's
@@ -18,11 +19,9 @@ other=${4:-}
 lib=$(bench_built "$build" lib/libpipespin.so)
 empty=$(bench_built "$build" lib/libpipespin-empty.so)
 [ -n "$other" ] && other_lib=$(bench_built "$other" lib/libpipespin.so)
-command -v cc >/dev/null || { echo "missing cc (apt-get install gcc)" >&2; exit 1; }
+bench=$(bench_built "$build" bin/pipespin-bench)
 [ "$(nproc)" -ge 2 ] || { echo "one usable CPU: nothing spins, nothing to compare" >&2; exit 1; }
-here=$(cd "$(dirname "$0")" && pwd)
 bench_scratch
-cc -O2 -o "$work/wakeup" "$here/wakeup.c"
 bench_clean_env
 arms=("no shim" "empty preload" "off" "adaptive" "adaptive spin_read=off")
 [ -n "$other" ] && arms+=("off, other" "adaptive, other")
@@ -41,8 +40,8 @@ for r in $(seq "$rounds"); do
   for where in same spread free; do
     for arm in "${arms[@]}"; do
       # shellcheck disable=SC2046
-      out=$(env $(arm_env "$arm") "$work/wakeup" "$reads" "$where")
-      echo "$where|$arm|${out%% *}" >>"$work/samples"
+      out=$(env $(arm_env "$arm") "$bench" worker "wakeup-$where" "$reads")
+      echo "$where|$arm|$out" >>"$work/samples"
     done
   done
   echo "round $r/$rounds" >&2
@@ -54,7 +53,7 @@ d = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     where, arm, us = line.rstrip("\n").split("|")
     d[(where, arm)].append(float(us))
-reads = int(sys.argv[2]) - 1
+reads = int(sys.argv[2])
 print("| placement | arm | median µs | range | µs per read | / no shim |")
 print("|---|---|--:|--:|--:|--:|")
 for where in ("same", "spread", "free"):
