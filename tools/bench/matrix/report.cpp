@@ -306,8 +306,10 @@ std::string acceptance_table(const Report& rep) {
     if (a.quick || a.rounds < kDefaultRounds)
         md += fmt::format(
             "The thresholds are for the full parameters and at least {} rounds (15 for "
-            "`dd-cat` and `hackbench-stream`, 9 for `py-pingpong`); this run used {}.\n\n",
-            kDefaultRounds, a.quick ? "--quick" : fmt::format("{} round(s)", a.rounds));
+            "`dd-cat` and `hackbench-stream`, 9 for `py-pingpong`; a check within one "
+            "placement needs {} runs of each side in it); this run used {}.\n\n",
+            kDefaultRounds, kMinPlacedRuns,
+            a.quick ? "--quick" : fmt::format("{} round(s)", a.rounds));
     md +=
         "A speed-up whose threshold is above its case's bound is unreachable here: no spin "
         "policy could meet it on this host. For the hackbench cases, `cmdsubst`, `xargs` and "
