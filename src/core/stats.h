@@ -47,6 +47,15 @@ struct Counters {
     Counters& operator+=(const Counters& o) noexcept;
 };
 
+// Mode fixed spins on every wait; where a direction's spins mostly missed
+// (kFixedMissSpins or more, fewer than half of them hits), it paid CPU (and,
+// with both ends on one CPU, time) for nothing, which adaptive mode would
+// not have. The shim's exit report and `pipespin stats` flag it alike.
+inline constexpr std::uint64_t kFixedMissSpins = 64;
+constexpr bool fixed_mostly_missed(std::uint64_t spins, std::uint64_t hits) noexcept {
+    return spins >= kFixedMissSpins && 2 * hits < spins;
+}
+
 // The same counters as relaxed atomics (DirState derives from this).
 struct IoCounters {
 #define PIPESPIN_CALL_COUNTER(name, help) std::atomic<std::uint64_t> name{0};

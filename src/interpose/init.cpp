@@ -28,8 +28,7 @@ namespace {
 
 // The per-process summary at info level: one line per direction, one with
 // the spins per hook family, and in mode fixed one per direction whose
-// spins (kFixedMissSpins or more) mostly missed.
-constexpr std::uint64_t kFixedMissSpins = 64;
+// spins mostly missed (fixed_mostly_missed(), core/stats.h).
 void exit_report() noexcept {
     StatsSnapshot snap;
     stats_snapshot(snap);
@@ -54,7 +53,7 @@ void exit_report() noexcept {
     if (rt.mode.load() == Mode::Fixed) {
         for (StatDir d : {StatDir::Read, StatDir::Write, StatDir::Poll}) {
             const Counters t = snap.total(d);
-            if (t.spins < kFixedMissSpins || 2 * t.spin_hits >= t.spins) continue;
+            if (!fixed_mostly_missed(t.spins, t.spin_hits)) continue;
             std::snprintf(line, sizeof line,
                           "exit pid=%d %s: mode fixed: %llu of %llu spins missed (%llu%%): the "
                           "peer answers later than spin_us, or shares this CPU; adaptive mode "

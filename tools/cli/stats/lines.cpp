@@ -277,7 +277,7 @@ std::vector<FixedMisses> fixed_misses(const StatsGroup& g) {
     std::vector<FixedMisses> out;
     for (int d = 0; d < kStatDirs; ++d) {
         const Counters& t = g.fixed[d];
-        if (t.spins < kFixedMissSpins || 2 * t.spin_hits >= t.spins) continue;
+        if (!fixed_mostly_missed(t.spins, t.spin_hits)) continue;
         out.push_back({static_cast<StatDir>(d), t.spins, t.spin_hits});
     }
     return out;

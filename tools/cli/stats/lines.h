@@ -97,12 +97,10 @@ StatsGroup total_of(const std::vector<ProcessRecord>& records, std::string_view 
 
 // Mode fixed spins on every wait. Where its spins mostly missed, it paid
 // CPU (and, with both ends on one CPU, time) for nothing, which adaptive
-// mode would not have: the shim's exit report says so per process
-// (src/interpose/init.cpp, kFixedMissSpins), and `pipespin stats` per
-// group, by the same rule over the group's processes in mode fixed: a
-// direction with kFixedMissSpins spins or more, fewer than half of them
-// hits. The lines are per process, kind and direction, not per fd.
-inline constexpr std::uint64_t kFixedMissSpins = 64;
+// mode would not have: the shim's exit report says so per process, and
+// `pipespin stats` per group, by the same rule (fixed_mostly_missed(),
+// core/stats.h) over the group's processes in mode fixed. The lines are
+// per process, kind and direction, not per fd.
 struct FixedMisses {
     StatDir dir;
     std::uint64_t spins = 0, spin_hits = 0;
