@@ -216,7 +216,9 @@ public:
     static constexpr std::uint32_t kEarlyCalls = 8;
     static constexpr std::uint64_t kEarlyFactor = 2;
     // Outlasted spins before giving up: for the rest of the epoch, and in a
-    // TrySpin epoch without a hit, for the experiment (not spinning wins).
+    // TrySpin epoch without a hit, for the experiment (not spinning wins);
+    // one for a fd slow from its start (each first wait long) on which
+    // spinning never won.
     static constexpr std::uint8_t kLongWaitLimit = 2;
     static constexpr std::uint64_t kLongWaitFactor = 4;  // "outlasted": wait > 4x budget
     // A spin that missed and whose real call then had the answer sooner

@@ -217,6 +217,20 @@ TEST_CASE("long waits converge to no spin within a bounded number of waits", "[p
           (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) * SpinPolicy::kLongWaitLimit);
 }
 
+TEST_CASE("a fd slow from its start pays one spin to learn it", "[policy]") {
+    // Both first waits long (watched, no spin), an epoch of not spinning,
+    // then a TrySpin epoch: its first outlasted spin decides, as the first
+    // waits said. A fd whose first waits were short (spinning won on it
+    // once) still gives up a TrySpin epoch only after kLongWaitLimit.
+    Sim slow;
+    CHECK(slow.run(4 * SpinPolicy::kEpochCalls, kSparse) == 1);
+    CHECK(slow.s.get_phase() == Phase::Plain);
+    Sim once_fast;
+    once_fast.run(4 * SpinPolicy::kEpochCalls, kShort);
+    REQUIRE(once_fast.run(SpinPolicy::kEpochCalls, kShort) > SpinPolicy::kEpochCalls / 2);
+    CHECK(once_fast.run(SpinPolicy::kEpochCalls, kSparse) >= SpinPolicy::kLongWaitLimit);
+}
+
 TEST_CASE("a sparse peer's fd spends few calls measuring", "[policy]") {
     // A byte every 2 ms: each measuring pair's TrySpin epoch loses at its
     // second long wait, and not spinning wins there; the calls counted

@@ -220,7 +220,7 @@ Action define_matrix(CLI::App& app) {
         "(wakeup-same) or to two (wakeup-spread), its run time per read measured, bash "
         "command substitution (each run placed by its voluntary "
         "context switches: on one CPU, on two, or mixed; the arms are compared within the "
-        "first two too), xargs, a recursive make -j4 sharing its jobserver pipe, posix_spawn "
+        "first two too), xargs -P2, a recursive make -j4 sharing its jobserver pipe, posix_spawn "
         "of /bin/true (each paired with one without any preload), fork (each paired with one "
         "in a twin without any preload), a Python os.pipe ping-pong whose two ends note the "
         "CPU they run on (each round is grouped by the placement its no-shim run saw: "
