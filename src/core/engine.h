@@ -297,7 +297,7 @@ Plan before_poll(void* fds, unsigned long nfds, int timeout_ms);
 //
 // Each entry point below names the family of hooks it serves (Via, in
 // core/stats.h): the process counts spins and hits per family, for the exit
-// report, the statistics line's "via" object and `pipespin coverage`.
+// report, the statistics line's "via" object and `pipespin-bench coverage`.
 
 // stdio refills, splice, tee: the real call reads (or writes) inside libc or
 // the kernel, where no probe can stand in for it. Waits, consuming nothing
