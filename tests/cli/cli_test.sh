@@ -657,8 +657,10 @@ for chk in d["acceptance"]:
     widths.append(ci[1] - ci[0])
     v = float(chk["value"])
     # Three rounds: the resamples that hold each round once (6 of 27) give
-    # the value itself, so the interval cannot leave it out.
-    assert ci[0] - 5e-4 <= v <= ci[1] + 5e-4, chk
+    # the value itself, so the interval cannot leave it out. The value is
+    # rounded to 3 decimals, the interval to 4: 5.5e-4 apart at most, and a
+    # float's last bit (0.871 against 0.8715 - 5e-4 failed once).
+    assert ci[0] - 6e-4 <= v <= ci[1] + 6e-4, chk
     op, t = chk["threshold"].split()[:2]
     t = float(t)
     if min(abs(t - ci[0]), abs(t - ci[1])) > 2e-4:
