@@ -1220,6 +1220,18 @@ PY
   expect_status 127 "$pipespin" ab -- /nonexistent/cmd
 }
 
+# An ab --plot chart GP uses a log axis exactly when the arms' medians in
+# the JSON report OUT differ more than 5x.
+log_axis_follows() {
+  python3 - "$1" "$2" <<'PY2' || fail "the axis does not follow the arms' spread ($2)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, t = (d["arms"][a]["median_wall_ms"] for a in ("control", "treatment"))
+log = "set logscale y" in open(sys.argv[2]).read()
+assert log == (max(c / t, t / c) > 5), (c, t, log)
+PY2
+}
+
 # ab --plot draws one box per arm over that arm's runs, as the report has
 # them: the chart's script rendered as a table (check_chart.py) against the
 # JSON of the same run. The control arm sleeps 30 ms more, so that the arms
@@ -1234,21 +1246,9 @@ case_ab_plot() {
   [ "$(head -c 4 "$work/ab.png" | tail -c 3)" = PNG ] || fail "ab.gp drew no PNG"
   # The axis is logarithmic exactly when the medians differ more than 5x
   # (here: 30 ms of sleep against a few ms of sh, however loaded the host).
-  python3 - "$work/out" "$work/ab.gp" <<'PY2' || fail "the axis does not follow the arms' spread"
-import json, sys
-d = json.load(open(sys.argv[1]))
-c, t = (d["arms"][a]["median_wall_ms"] for a in ("control", "treatment"))
-log = "set logscale y" in open(sys.argv[2]).read()
-assert log == (max(c / t, t / c) > 5), (c, t, log)
-PY2
+  log_axis_follows "$work/out" "$work/ab.gp"
   expect_status 0 "$pipespin" ab -n 2 --warmup 0 --json --plot "$work/same.gp" -- true
-  python3 - "$work/out" "$work/same.gp" <<'PY2' || fail "the axis does not follow the arms' spread"
-import json, sys
-d = json.load(open(sys.argv[1]))
-c, t = (d["arms"][a]["median_wall_ms"] for a in ("control", "treatment"))
-log = "set logscale y" in open(sys.argv[2]).read()
-assert log == (max(c / t, t / c) > 5), (c, t, log)
-PY2
+  log_axis_follows "$work/out" "$work/same.gp"
 }
 
 # ---- check-config and run --print-config --------------------------------------
