@@ -4,6 +4,9 @@
 // begin_write(): what they call is in this file or inline, so that the
 // common call (not a pipe, or one that will not spin) costs a few loads.
 #include <limits.h>
+#include <sys/auxv.h>
+
+#include <algorithm>
 
 #include "core/engine_detail.h"
 
@@ -32,12 +35,74 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
+// How full a pipe is, for a write (docs/policy.md, "What a look may do"):
+// FIONREAD, never poll. A poll of a pipe marks it for good as one that
+// epoll may watch (pipe_poll() sets pipe->poll_usage), and from then on
+// every write into it wakes its readers' queue, empty or not: a poll the
+// program never made would make each of its writes dearer for the pipe's
+// life (hackbench, whose 20 writers share each pipe: 10% slower). FIONREAD
+// takes the pipe's mutex for a moment and changes nothing.
+// Pending: the pipe is full (the bytes in it fill all its pages but one,
+// where poll would say not writable). Ready otherwise, and with the room
+// it proves free given to the writes that follow as credit
+// (room_credit() in policy.h): a write the credit covers is not looked at
+// at all (iteration 0). A reader that leaves during a write's spin is not
+// seen: its EPIPE comes at the end of the budget, from the real call.
+// Writes over PIPE_BUF (and writev, n = SIZE_MAX: only ever probed) get
+// no credit: the kernel may take them in parts. Relaxed: threads that
+// write one fd at once can only make the credit wrong, which costs a
+// write that waits unspun.
+Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noexcept {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    constexpr std::uint8_t kNoSize = UINT8_MAX;
+    PolicyState& ps = st.policy;
+    const unsigned long page = getauxval(AT_PAGESZ);  // no system call
+    std::uint8_t pages = ps.pipe_pages.load(kRelaxed);
+    if (pages == 0) {  // once per fd: F_GETPIPE_SZ
+        const long size = sys::pipe_size(fd);
+        pages = size > 0 && page != 0 ? static_cast<std::uint8_t>(std::min<unsigned long>(
+                                            static_cast<unsigned long>(size) / page, kNoSize - 1))
+                                      : kNoSize;
+        ps.pipe_pages.store(pages, kRelaxed);
+    }
+    if (pages == kNoSize || pages == 0) return Look::Ready;  // not a pipe: the real call decides
+    // This call's number (the calls before it). The credit holds only if
+    // every write since it was given came here to spend it: a call that
+    // went without a look (a run of not spinning) wrote what it did not count.
+    const auto call = static_cast<std::uint16_t>(st.calls.load(kRelaxed));
+    const bool credited = n <= PIPE_BUF;
+    if (credited && iteration == 0) {
+        const std::uint16_t credit =
+            static_cast<std::uint16_t>(ps.room_call.load(kRelaxed) + 1) == call
+                ? ps.room_credit.load(kRelaxed)
+                : 0;
+        if (credit >= n) {
+            ps.room_call.store(call, kRelaxed);
+            ps.room_credit.store(static_cast<std::uint16_t>(credit - n), kRelaxed);
+            return Look::Ready;
+        }
+    }
+    const long queued = sys::fionread(fd);
+    if (queued == -EINTR) return Look::Pending;  // the spin's signal check decides
+    if (queued < 0) return Look::Ready;          // the real call reports it
+    if (static_cast<std::uint64_t>(queued) > (pages - 1) * static_cast<std::uint64_t>(page))
+        return Look::Pending;
+    if (credited) {
+        const std::uint16_t room =
+            room_credit(static_cast<std::uint64_t>(queued), pages, static_cast<std::uint32_t>(page));
+        ps.room_call.store(call, kRelaxed);
+        ps.room_credit.store(room >= n ? static_cast<std::uint16_t>(room - n) : 0, kRelaxed);
+    }
+    return Look::Ready;
+}
+
 // How one read or write looks at its fd. For a read with the nowait probe
 // (wait_io() says when) the look is a non-blocking attempt of the very call
 // the program made (preadv2 with RWF_NOWAIT): when it succeeds it is the
 // answer, so a hit costs no extra syscall. Where the kernel refuses
-// RWF_NOWAIT (kernels before 6.4, FIFOs opened by path, spliced pipes) the
-// fd falls back to poll. A write's look is always a probe.
+// RWF_NOWAIT (kernels before 6.4, FIFOs opened by path, spliced pipes), or
+// the read may not be tried, the fd falls back to poll. A write's look is
+// look_for_room() (`room`: the write's state), whatever the probe setting.
 struct Looker {
     const Fd& on;
     short events;
@@ -47,9 +112,11 @@ struct Looker {
     std::size_t n;
     const void* iov = nullptr;  // readv: the caller's iovecs instead of buf
     int iovcnt = 0;
+    DirState* room = nullptr;  // a write's
     long result = 0;
 
     Look operator()(unsigned iteration) noexcept {
+        if (room != nullptr) return look_for_room(*room, on.fd, n, iteration);
         if (nowait) {
             long r = iov != nullptr ? sys::readv_nowait(on.fd, iov, iovcnt)
                                     : sys::read_nowait(on.fd, buf, n);
@@ -167,10 +234,7 @@ bool plain_inline_on() noexcept {
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
-    if (budget != 0 && dir == Dir::Write &&
-        SpinPolicy::skips_write_look(st.policy, params, st.calls.load(std::memory_order_relaxed)))
-        budget = 0;
+    const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
     const std::uint32_t gen = FdTable::gen_of(info.word);
     if (budget != 0) return {info.state, static_cast<std::uint32_t>(budget), gen};
     if (!settle_early(st, params)) return {info.state, 0, gen};
@@ -283,13 +347,13 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
                 buf,
                 n,
                 iov,
-                iovcnt};
+                iovcnt,
+                reading ? nullptr : &st};
     const SignalMark mark;
     // The look may be the call itself (nowait): a cancellation point first,
     // as the call is at its entry, before anything is consumed or written.
     if (nowait) sys::test_cancel();
     const Look first = look(0);
-    if (!reading) SpinPolicy::on_write_look(st.policy, first != Look::Pending);
     switch (first) {
         case Look::Answer:
             return done(&st, look.result);
@@ -372,7 +436,10 @@ Plan before_ready(int fd, Dir dir, Via via) {
                 probe == Probe::Nowait ? Probe::Poll : probe,
                 false,  // never the operation itself: this look must not consume
                 nullptr,
-                0};
+                SIZE_MAX,  // no credit: a splice takes whole pages
+                nullptr,
+                0,
+                dir == Dir::Read ? nullptr : &st};
     const SignalMark mark;
     if (look(0) != Look::Pending) {
         settle_plan(plan, st, params);

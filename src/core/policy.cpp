@@ -237,19 +237,6 @@ std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
     return spin_ns(p, wake);
 }
 
-bool SpinPolicy::skips_write_look(const PolicyState& s, const PolicyParams& p,
-                                  std::uint64_t calls) noexcept {
-    return !learns(s, p) && s.room_looks.load(kRelaxed) >= kRoomLooks && calls % kRoomSample != 0;
-}
-
-void SpinPolicy::on_write_look(PolicyState& s, bool room) noexcept {
-    const std::uint8_t n = s.room_looks.load(kRelaxed);
-    if (!room)
-        store_if_changed<std::uint8_t>(s.room_looks, 0);
-    else if (n < kRoomLooks)
-        s.room_looks.store(n + 1, kRelaxed);
-}
-
 void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
                          NowFn now) noexcept {
     if (!learns(s, p)) return;

@@ -60,6 +60,8 @@ enum class Phase : std::uint8_t {
     X(std::uint32_t, plain_call_ns, "ns per call when not spinning last won (saturating)") \
     X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                            \
     X(std::uint16_t, exploit_len, "length of the current exploit run")                     \
+    X(std::uint16_t, room_credit, "bytes writes may still write without a look (room)")    \
+    X(std::uint16_t, room_call, "the direction's calls (mod 2^16) when the credit was used") \
     X(std::uint8_t, phase, "Phase")                                                        \
     X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")                \
     X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after") \
@@ -69,7 +71,36 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")      \
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                      \
     X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")        \
-    X(std::uint8_t, room_looks, "write looks in a row that found room (saturating)")
+    X(std::uint8_t, pipe_pages, "the pipe's size in pages; 0 not asked, UINT8_MAX none")
+
+// Room credit: a write's look is never the write itself (docs/policy.md,
+// "What a look may do"), so a look that finds room costs a system call the
+// program does not make. Instead a write's look asks how full the pipe is
+// (FIONREAD), and the room it proves free lets the writes that follow go
+// without a look until they have written that much (PolicyState::
+// room_credit). Only the pipe's readers take data out, so what was free
+// stays free for this writer, except for what other writers put in: then
+// a write may wait without a spin, as it would without the shim.
+// The pipe holds `pipe_pages` pages (F_GETPIPE_SZ); `queued` bytes are in
+// it. The kernel fills a pipe page by page, a write of up to PIPE_BUF
+// bytes going into the last page when it fits and into a new one when it
+// does not, so pages of writes of one size up to PIPE_BUF are at least
+// half full (a write that starts a new page did not fit in the half that
+// was left). The credit counts the pages `queued` can take at that fill,
+// plus the partly read first page, keeps one page spare, and gives the
+// rest at half a page each: 0 when the pipe is nearly full. Pages of mixed
+// or spliced writes may hold less; the cost of a credit too large is a
+// write that waits without a spin.
+// At most UINT16_MAX, what PolicyState::room_credit holds.
+constexpr std::uint16_t room_credit(std::uint64_t queued, std::uint32_t pipe_pages,
+                                    std::uint32_t page) noexcept {
+    const std::uint64_t half = page / 2;
+    if (half == 0) return 0;
+    const std::uint64_t used = queued == 0 ? 0 : (queued + half - 1) / half + 1;
+    if (used + 2 > pipe_pages) return 0;
+    const std::uint64_t credit = (pipe_pages - used - 1) * half;
+    return credit > UINT16_MAX ? UINT16_MAX : static_cast<std::uint16_t>(credit);
+}
 
 // The program's hint for one direction of a fd (pipespin_fd_hint() in
 // include/pipespin/pipespin.h), as PolicyState::hint holds it: 0 none (the
@@ -262,23 +293,6 @@ public:
     // became a cross-CPU wake-up).
     static constexpr std::uint64_t kDriftFactor = 4;
 
-    // A write's look is a zero-timeout poll, never the write itself (a
-    // stale fd table could make a try of it send part of what the program
-    // asked to send: docs/policy.md, "What a look may do"), so a look that
-    // finds room costs a system call the program does not make. Where the
-    // budget is not learnt (fixed mode, a hinted fd), a write direction
-    // whose last kRoomLooks looks all found room looks only on one call in
-    // kRoomSample: its pipe keeps room, and a pipe that fills up is seen
-    // within kRoomSample writes. Learning fds measure instead (a TrySpin
-    // epoch whose writes never wait ends early, and Plain does not look).
-    static constexpr std::uint8_t kRoomLooks = 8;
-    static constexpr std::uint64_t kRoomSample = 16;
-    // Does this write (the fd direction's calls so far: `calls`) go without
-    // its look, counted as a call that does not spin?
-    static bool skips_write_look(const PolicyState& s, const PolicyParams& p,
-                                 std::uint64_t calls) noexcept;
-    // A write's first look found room (or not).
-    static void on_write_look(PolicyState& s, bool room) noexcept;
     // budget_ns() for a fresh fd whose prior says not to spin: look first
     // (a wait must be seen to be timed), do not spin, time the real call.
     static constexpr std::uint64_t kWatchOnly = 1;

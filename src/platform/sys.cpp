@@ -175,6 +175,10 @@ long getfl(int fd) noexcept {
     return own(SYS_fcntl, fd, F_GETFL);
 }
 
+long pipe_size(int fd) noexcept {
+    return own(SYS_fcntl, fd, F_GETPIPE_SZ);
+}
+
 long is_fifo(int fd) noexcept {
     struct stat st;
     long r = own(SYS_fstat, fd, reinterpret_cast<long>(&st));

@@ -194,6 +194,8 @@ bool readable(const void* p, std::size_t bytes) noexcept;
 long fionread(int fd) noexcept;
 // fcntl(F_GETFL), or -errno.
 long getfl(int fd) noexcept;
+// fcntl(F_GETPIPE_SZ): the pipe's size in bytes, or -errno.
+long pipe_size(int fd) noexcept;
 // fstat(fd) and report whether it is a FIFO; -errno on failure.
 long is_fifo(int fd) noexcept;
 // fstatfs(fd): 1 if the fd is an anonymous pipe (pipefs), 0 if not, -errno.
