@@ -802,3 +802,60 @@ TEST_CASE("engine: no quiet pipes where the counters are read, in fixed mode, or
         CHECK_FALSE(any_quiet());
     }
 }
+
+TEST_CASE("engine: a write's look asks FIONREAD and credits the room it finds", "[engine][room]") {
+    // A write's look never polls the pipe (a poll marks it for epoll and
+    // makes every later write wake its readers' queue: engine.cpp,
+    // look_for_room()). The room one look proves free lets the next writes
+    // go without a look, as long as every write came through a look; a
+    // full pipe is spun for.
+    PipeFixture p(Mode::Fixed, 1);
+    DirState& w = fd_table().state(p.fds[1])->dir[1];
+    const long size = ::fcntl(p.fds[1], F_GETPIPE_SZ);
+    REQUIRE(size > 0);
+    const auto page = static_cast<std::uint32_t>(::sysconf(_SC_PAGESIZE));
+    const auto pages = static_cast<std::uint32_t>(size / page);
+    char buf[100] = {};
+    auto write_one = [&] {
+        Plan plan = before_write(p.fds[1], buf, sizeof buf);
+        REQUIRE(plan.action == Plan::Action::Call);
+        CHECK_FALSE(plan.obs.spun);
+        const long wrote = ::write(p.fds[1], buf, sizeof buf);
+        REQUIRE(wrote == static_cast<long>(sizeof buf));
+        after_call(plan, wrote);
+    };
+    write_one();  // an empty pipe: all its room but the spare page, at half a page each
+    CHECK(w.policy.pipe_pages.load() == pages);
+    const std::uint16_t first = room_credit(0, pages, page);
+    REQUIRE(first > 2 * sizeof buf);
+    CHECK(w.policy.room_credit.load() == first - sizeof buf);
+    write_one();  // spent, not looked again
+    CHECK(w.policy.room_credit.load() == first - 2 * sizeof buf);
+    // A call that went without a look (a run of not spinning) voids the
+    // credit: the next write looks at the pipe as it is now.
+    bump(w.calls);
+    write_one();
+    CHECK(w.policy.room_credit.load() == room_credit(2 * sizeof buf, pages, page) - sizeof buf);
+
+    // Fill the pipe (not through the engine: as another writer would, so
+    // this fd's credit still stands), then a write spins its budget once
+    // its credit is void. With it, the write goes to the kernel unlooked
+    // (and would wait there: the price of a credit other writers spent).
+    const int fl = ::fcntl(p.fds[1], F_GETFL);
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl | O_NONBLOCK) == 0);
+    while (::write(p.fds[1], buf, sizeof buf) > 0) {
+    }
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl) == 0);
+    {
+        Plan credited = before_write(p.fds[1], buf, sizeof buf);
+        CHECK(credited.action == Plan::Action::Call);
+        CHECK_FALSE(credited.obs.spun);
+        after_call(credited, -EAGAIN);
+    }
+    bump(w.calls);
+    Plan plan = before_write(p.fds[1], buf, sizeof buf);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.obs.spun);
+    CHECK_FALSE(plan.obs.spin_hit);
+    after_call(plan, -EAGAIN);
+}

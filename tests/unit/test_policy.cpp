@@ -489,6 +489,25 @@ TEST_CASE("a fd that never waits spends few calls measuring", "[policy]") {
     CHECK(sim.s.get_phase() == Phase::Plain);
 }
 
+TEST_CASE("room_credit: the room a pipe's fill proves free, at half a page a page", "[policy][room]") {
+    // 16 pages of 4 KiB: an empty pipe keeps one page spare and credits
+    // the other 15 at half a page; queued bytes take their pages at half
+    // fill, plus the partly read first one.
+    CHECK(room_credit(0, 16, 4096) == 15 * 2048);
+    CHECK(room_credit(1, 16, 4096) == 13 * 2048);
+    CHECK(room_credit(2048, 16, 4096) == 13 * 2048);
+    CHECK(room_credit(2049, 16, 4096) == 12 * 2048);
+    // Nearly full: no credit, every write looks.
+    CHECK(room_credit(13 * 2048, 16, 4096) == 2048);
+    CHECK(room_credit(13 * 2048 + 1, 16, 4096) == 0);
+    CHECK(room_credit(64 * 1024, 16, 4096) == 0);
+    // A pipe of one or two pages never gives credit; a large one is capped.
+    CHECK(room_credit(0, 1, 4096) == 0);
+    CHECK(room_credit(0, 2, 4096) == 2048);
+    CHECK(room_credit(0, 254, 4096) == UINT16_MAX);
+    CHECK(room_credit(0, 16, 0) == 0);
+}
+
 // ---- fresh fds: the process's prior ---------------------------------------
 
 namespace {
