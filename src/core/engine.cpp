@@ -35,6 +35,37 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
+// The page size, read from the auxiliary vector once (getauxval() walks it:
+// about a hundred instructions, more than the rest of a credited write's
+// look).
+std::atomic<std::uint32_t> g_page_size{0};
+std::uint32_t page_size() noexcept {
+    std::uint32_t page = g_page_size.load(std::memory_order_relaxed);
+    if (page == 0) [[unlikely]] {
+        page = static_cast<std::uint32_t>(getauxval(AT_PAGESZ));  // no system call
+        g_page_size.store(page, std::memory_order_relaxed);
+    }
+    return page;
+}
+
+// A write of n bytes that the fd's room credit covers (look_for_room()
+// below) spends it and needs no look: it cannot wait. The credit holds
+// only if every write since it was given came through a look or spent it
+// (`call`: this call's number, the calls before it): a call that went
+// without (a run of not spinning) wrote what it did not count.
+bool spend_room_credit(DirState& st, std::size_t n) noexcept {
+    constexpr auto kRelaxed = std::memory_order_relaxed;
+    if (n > PIPE_BUF) return false;
+    PolicyState& ps = st.policy;
+    const auto call = static_cast<std::uint16_t>(st.calls.load(kRelaxed));
+    if (static_cast<std::uint16_t>(ps.room_call.load(kRelaxed) + 1) != call) return false;
+    const std::uint16_t credit = ps.room_credit.load(kRelaxed);
+    if (credit < n) return false;
+    ps.room_call.store(call, kRelaxed);
+    ps.room_credit.store(static_cast<std::uint16_t>(credit - n), kRelaxed);
+    return true;
+}
+
 // How full a pipe is, for a write (docs/policy.md, "What a look may do"):
 // FIONREAD, never poll. A poll of a pipe marks it for good as one that
 // epoll may watch (pipe_poll() sets pipe->poll_usage), and from then on
@@ -56,7 +87,7 @@ Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noex
     constexpr auto kRelaxed = std::memory_order_relaxed;
     constexpr std::uint8_t kNoSize = UINT8_MAX;
     PolicyState& ps = st.policy;
-    const unsigned long page = getauxval(AT_PAGESZ);  // no system call
+    const unsigned long page = page_size();
     std::uint8_t pages = ps.pipe_pages.load(kRelaxed);
     if (pages == 0) {  // once per fd: F_GETPIPE_SZ
         const long size = sys::pipe_size(fd);
@@ -66,30 +97,16 @@ Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noex
         ps.pipe_pages.store(pages, kRelaxed);
     }
     if (pages == kNoSize || pages == 0) return Look::Ready;  // not a pipe: the real call decides
-    // This call's number (the calls before it). The credit holds only if
-    // every write since it was given came here to spend it: a call that
-    // went without a look (a run of not spinning) wrote what it did not count.
-    const auto call = static_cast<std::uint16_t>(st.calls.load(kRelaxed));
-    const bool credited = n <= PIPE_BUF;
-    if (credited && iteration == 0) {
-        const std::uint16_t credit =
-            static_cast<std::uint16_t>(ps.room_call.load(kRelaxed) + 1) == call
-                ? ps.room_credit.load(kRelaxed)
-                : 0;
-        if (credit >= n) {
-            ps.room_call.store(call, kRelaxed);
-            ps.room_credit.store(static_cast<std::uint16_t>(credit - n), kRelaxed);
-            return Look::Ready;
-        }
-    }
+    if (iteration == 0 && spend_room_credit(st, n)) return Look::Ready;
     const long queued = sys::fionread(fd);
     if (queued == -EINTR) return Look::Pending;  // the spin's signal check decides
     if (queued < 0) return Look::Ready;          // the real call reports it
     if (static_cast<std::uint64_t>(queued) > (pages - 1) * static_cast<std::uint64_t>(page))
         return Look::Pending;
-    if (credited) {
-        const std::uint16_t room =
-            room_credit(static_cast<std::uint64_t>(queued), pages, static_cast<std::uint32_t>(page));
+    if (n <= PIPE_BUF) {
+        const auto call = static_cast<std::uint16_t>(st.calls.load(kRelaxed));
+        const std::uint16_t room = room_credit(static_cast<std::uint64_t>(queued), pages,
+                                               static_cast<std::uint32_t>(page));
         ps.room_call.store(call, kRelaxed);
         ps.room_credit.store(room >= n ? static_cast<std::uint16_t>(room - n) : 0, kRelaxed);
     }
@@ -217,7 +234,8 @@ bool plain_inline_on() noexcept {
 // state when the real call is all there is to do.
 // `known`: what lookup_known() found (a pipe), or an info with a null cls:
 // the fd is looked up (and classified) here.
-[[gnu::noinline]] Begun begin_io_full(int fd, Dir dir, FdInfo known) noexcept {
+// `n`: a write's byte count (its room credit may spare it the look).
+[[gnu::noinline]] Begun begin_io_full(int fd, Dir dir, FdInfo known, std::size_t n) noexcept {
     const FdInfo info = known.cls != nullptr ? known : look_up(fd);
     if (!info.can(dir)) return {};
     DirState& st = info.state->dir[static_cast<int>(dir)];
@@ -234,7 +252,8 @@ bool plain_inline_on() noexcept {
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    const std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
+    std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
+    if (budget != 0 && dir == Dir::Write && spend_room_credit(st, n)) budget = 0;
     const std::uint32_t gen = FdTable::gen_of(info.word);
     if (budget != 0) return {info.state, static_cast<std::uint32_t>(budget), gen};
     if (!settle_early(st, params)) return {info.state, 0, gen};
@@ -258,14 +277,14 @@ bool plain_inline_on() noexcept {
 // lane counts never get here: the wrappers ask io_counted_fast() first).
 // Anything else takes begin_io_full().
 // begin_tracked_io(): for a call io_untracked() let through.
-[[gnu::always_inline]] inline Begun begin_tracked_io(int fd, Dir dir) noexcept {
+[[gnu::always_inline]] inline Begun begin_tracked_io(int fd, Dir dir, std::size_t n) noexcept {
     const FdInfo info = table().lookup_known(fd);
     if (info.cls != nullptr && !info.pipe()) return {};
-    return begin_io_full(fd, dir, info);
+    return begin_io_full(fd, dir, info, n);
 }
 
 inline Begun begin_io(int fd, Dir dir, std::size_t n) noexcept {
-    return io_untracked(n) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir);
+    return io_untracked(n) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir, n);
 }
 
 // A fd last seen in non-blocking mode (FdTable::set_nonblock): its call
@@ -380,11 +399,11 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
 }  // namespace
 
 Begun begin_read(int fd) noexcept {
-    return begin_tracked_io(fd, Dir::Read);
+    return begin_tracked_io(fd, Dir::Read, SIZE_MAX);
 }
 
-Begun begin_write(int fd) noexcept {
-    return begin_tracked_io(fd, Dir::Write);
+Begun begin_write(int fd, std::size_t n) noexcept {
+    return begin_tracked_io(fd, Dir::Write, n);
 }
 
 Plan continue_read(Begun b, int fd, void* buf, std::size_t n) {
@@ -424,7 +443,9 @@ Plan before_ready(int fd, Dir dir, Via via) {
     Plan plan;
     plan.per_call = true;
     FdInfo info;
-    const Begun b = begin_io(fd, dir, 1);
+    // No room credit for a splice: it takes whole pages (n = SIZE_MAX).
+    const Begun b =
+        io_untracked(1) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir, SIZE_MAX);
     if (!resume(b, fd, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
     const PolicyParams params = g_runtime.params();

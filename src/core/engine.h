@@ -275,7 +275,7 @@ struct Begun {
 // For a call that io_untracked(n) has let through (the caller tests it:
 // a read of 0 bytes must never spin).
 Begun begin_read(int fd) noexcept;
-Begun begin_write(int fd) noexcept;
+Begun begin_write(int fd, std::size_t n) noexcept;
 Plan continue_read(Begun b, int fd, void* buf, std::size_t n);
 Plan continue_write(Begun b, int fd, const void* buf, std::size_t n);
 // Both steps at once.

@@ -51,26 +51,26 @@ enum class Phase : std::uint8_t {
 };
 
 // Every field of PolicyState, once: X(type, name, what it is).
-#define PIPESPIN_POLICY_FIELDS(X)                                                          \
-    X(std::uint64_t, epoch_start_ns, "when the epoch's clock started")                     \
-    X(std::uint64_t, epoch_bytes, "bytes moved this epoch")                                \
-    X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")              \
-    X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                              \
-    X(std::uint32_t, epoch_calls, "calls this epoch")                                      \
-    X(std::uint32_t, plain_call_ns, "ns per call when not spinning last won (saturating)") \
-    X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                            \
-    X(std::uint16_t, exploit_len, "length of the current exploit run")                     \
-    X(std::uint16_t, room_credit, "bytes writes may still write without a look (room)")    \
+#define PIPESPIN_POLICY_FIELDS(X)                                                            \
+    X(std::uint64_t, epoch_start_ns, "when the epoch's clock started")                       \
+    X(std::uint64_t, epoch_bytes, "bytes moved this epoch")                                  \
+    X(std::uint64_t, cost_spin, "ns per KiB moved in the last TrySpin epoch")                \
+    X(std::uint64_t, cost_plain, "same, last TryPlain epoch")                                \
+    X(std::uint32_t, epoch_calls, "calls this epoch")                                        \
+    X(std::uint32_t, plain_call_ns, "ns per call when not spinning last won (saturating)")   \
+    X(std::uint16_t, exploit_left, "epochs left in Spin/Plain")                              \
+    X(std::uint16_t, exploit_len, "length of the current exploit run")                       \
+    X(std::uint16_t, room_credit, "bytes writes may still write without a look (room)")      \
     X(std::uint16_t, room_call, "the direction's calls (mod 2^16) when the credit was used") \
-    X(std::uint8_t, phase, "Phase")                                                        \
-    X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")                \
-    X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after") \
-    X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                    \
-    X(std::uint8_t, delay_looks, "missed spins this epoch whose run delay was read")       \
-    X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")         \
-    X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")      \
-    X(std::uint8_t, fresh_waits, "waits while Fresh")                                      \
-    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")        \
+    X(std::uint8_t, phase, "Phase")                                                          \
+    X(std::uint8_t, long_waits, "waits this epoch that outlasted the spin")                  \
+    X(std::uint8_t, close_misses, "missed spins this epoch the peer answered right after")   \
+    X(std::uint8_t, epoch_hit, "a spin hit this epoch")                                      \
+    X(std::uint8_t, delay_looks, "missed spins this epoch whose run delay was read")         \
+    X(std::uint8_t, last_winner, "Phase::Spin/Plain of the last decision, 0 none")           \
+    X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")        \
+    X(std::uint8_t, fresh_waits, "waits while Fresh")                                        \
+    X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")          \
     X(std::uint8_t, pipe_pages, "the pipe's size in pages; 0 not asked, UINT8_MAX none")
 
 // Room credit: a write's look is never the write itself (docs/policy.md,

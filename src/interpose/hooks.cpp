@@ -91,7 +91,7 @@ inline ssize_t do_write(int fd, const void* buf, size_t n);
 }
 
 [[gnu::noinline]] ssize_t write_tracked(int fd, const void* buf, size_t n) {
-    const Begun b = begin_write(fd);
+    const Begun b = begin_write(fd, n);
     if (b.state == nullptr) [[likely]]
         return real_write.tail_call(fd, buf, n);
     return write_waiting(b, fd, buf, n);

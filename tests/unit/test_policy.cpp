@@ -489,7 +489,8 @@ TEST_CASE("a fd that never waits spends few calls measuring", "[policy]") {
     CHECK(sim.s.get_phase() == Phase::Plain);
 }
 
-TEST_CASE("room_credit: the room a pipe's fill proves free, at half a page a page", "[policy][room]") {
+TEST_CASE("room_credit: the room a pipe's fill proves free, at half a page a page",
+          "[policy][room]") {
     // 16 pages of 4 KiB: an empty pipe keeps one page spare and credits
     // the other 15 at half a page; queued bytes take their pages at half
     // fill, plus the partly read first one.
