@@ -74,7 +74,8 @@ bool spend_room_credit(DirState& st, std::size_t n) noexcept {
 // life (hackbench, whose 20 writers share each pipe: 10% slower). FIONREAD
 // takes the pipe's mutex for a moment and changes nothing.
 // Pending: the pipe is full (the bytes in it fill all its pages but one,
-// where poll would say not writable). Ready otherwise, and with the room
+// where poll would say not writable; its size asked again once a spin
+// lasts). Ready otherwise, and with the room
 // it proves free given to the writes that follow as credit
 // (room_credit() in policy.h): a write the credit covers is not looked at
 // at all (iteration 0). A reader that leaves during a write's spin is not
@@ -83,26 +84,48 @@ bool spend_room_credit(DirState& st, std::size_t n) noexcept {
 // no credit: the kernel may take them in parts. Relaxed: threads that
 // write one fd at once can only make the credit wrong, which costs a
 // write that waits unspun.
+// The pipe's size in pages (F_GETPIPE_SZ), kNoPipeSize where the fd
+// does not answer (not a pipe: its writes are never looked at again).
+constexpr std::uint8_t kNoPipeSize = UINT8_MAX;
+// The look of a write's spin that asks the size again (look_for_room()).
+constexpr unsigned kAskSizeAgainAt = 16;
+std::uint8_t ask_pipe_pages(int fd, unsigned long page) noexcept {
+    const long size = sys::pipe_size(fd);
+    return size > 0 && page != 0 ? static_cast<std::uint8_t>(std::min<unsigned long>(
+                                       static_cast<unsigned long>(size) / page, kNoPipeSize - 1))
+                                 : kNoPipeSize;
+}
+
 Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
-    constexpr std::uint8_t kNoSize = UINT8_MAX;
     PolicyState& ps = st.policy;
     const unsigned long page = page_size();
     std::uint8_t pages = ps.pipe_pages.load(kRelaxed);
-    if (pages == 0) {  // once per fd: F_GETPIPE_SZ
-        const long size = sys::pipe_size(fd);
-        pages = size > 0 && page != 0 ? static_cast<std::uint8_t>(std::min<unsigned long>(
-                                            static_cast<unsigned long>(size) / page, kNoSize - 1))
-                                      : kNoSize;
+    if (pages == 0) {  // once per fd
+        pages = ask_pipe_pages(fd, page);
         ps.pipe_pages.store(pages, kRelaxed);
     }
-    if (pages == kNoSize || pages == 0) return Look::Ready;  // not a pipe: the real call decides
+    if (pages == kNoPipeSize || pages == 0) return Look::Ready;  // the real call decides
     if (iteration == 0 && spend_room_credit(st, n)) return Look::Ready;
     const long queued = sys::fionread(fd);
     if (queued == -EINTR) return Look::Pending;  // the spin's signal check decides
     if (queued < 0) return Look::Ready;          // the real call reports it
-    if (static_cast<std::uint64_t>(queued) > (pages - 1) * static_cast<std::uint64_t>(page))
-        return Look::Pending;
+    const auto full = [&] {
+        return static_cast<std::uint64_t>(queued) > (pages - 1) * static_cast<std::uint64_t>(page);
+    };
+    if (full()) {
+        // A spin that lasts asks the size again, once: a pipe grown since
+        // it was asked (F_SETPIPE_SZ, by this process or its peer) would
+        // otherwise look full, and each write would spin its budget for
+        // nothing. Not sooner: a spin the reader ends soon pays nothing.
+        if (iteration != kAskSizeAgainAt) return Look::Pending;
+        const std::uint8_t now = ask_pipe_pages(fd, page);
+        if (now == pages) return Look::Pending;
+        ps.pipe_pages.store(now, kRelaxed);
+        if (now == kNoPipeSize) return Look::Ready;
+        pages = now;
+        if (full()) return Look::Pending;
+    }
     if (n <= PIPE_BUF) {
         const auto call = static_cast<std::uint16_t>(st.calls.load(kRelaxed));
         const std::uint16_t room = room_credit(static_cast<std::uint64_t>(queued), pages,

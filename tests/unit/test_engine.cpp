@@ -859,3 +859,38 @@ TEST_CASE("engine: a write's look asks FIONREAD and credits the room it finds", 
     CHECK_FALSE(plan.obs.spin_hit);
     after_call(plan, -EAGAIN);
 }
+
+TEST_CASE("engine: a pipe grown since its size was asked is not taken for full", "[engine][room]") {
+    // The size is asked once per fd; a write's spin that finds the pipe
+    // full by that size asks again once it lasts: a pipe grown meanwhile
+    // (F_SETPIPE_SZ, here or by its peer) has room, and the spin ends as a
+    // hit, not at the end of its budget (1 s here: without the second
+    // question this test takes that second and fails).
+    PipeFixture p(Mode::Fixed, 1'000'000);
+    DirState& w = fd_table().state(p.fds[1])->dir[1];
+    char buf[100] = {};
+    Plan first = before_write(p.fds[1], buf, sizeof buf);  // asks the size
+    REQUIRE(first.action == Plan::Action::Call);
+    REQUIRE(::write(p.fds[1], buf, sizeof buf) == static_cast<long>(sizeof buf));
+    after_call(first, sizeof buf);
+    REQUIRE(w.policy.pipe_pages.load() != 0);
+    const long size = ::fcntl(p.fds[1], F_GETPIPE_SZ);
+    REQUIRE(size > 0);
+    // Fill it to its old size, not through the engine, then grow it.
+    const int fl = ::fcntl(p.fds[1], F_GETFL);
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl | O_NONBLOCK) == 0);
+    while (::write(p.fds[1], buf, sizeof buf) > 0) {
+    }
+    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl) == 0);
+    if (::fcntl(p.fds[1], F_SETPIPE_SZ, 4 * size) < 0) {
+        WARN("skipped: F_SETPIPE_SZ refused (" << std::strerror(errno) << ")");
+        return;
+    }
+    bump(w.calls);  // the credit is void: the write looks
+    Plan plan = before_write(p.fds[1], buf, sizeof buf);
+    CHECK(plan.action == Plan::Action::Call);
+    CHECK(plan.obs.spun);
+    CHECK(plan.obs.spin_hit);
+    CHECK(static_cast<long>(w.policy.pipe_pages.load()) * ::sysconf(_SC_PAGESIZE) == 4 * size);
+    after_call(plan, -EAGAIN);
+}
