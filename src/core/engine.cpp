@@ -4,7 +4,6 @@
 // begin_write(): what they call is in this file or inline, so that the
 // common call (not a pipe, or one that will not spin) costs a few loads.
 #include <limits.h>
-#include <sys/auxv.h>
 
 #include <algorithm>
 
@@ -35,19 +34,6 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     return (rev < 0 || (rev & (events | kDone))) ? Look::Ready : Look::Pending;
 }
 
-// The page size, read from the auxiliary vector once (getauxval() walks it:
-// about a hundred instructions, more than the rest of a credited write's
-// look).
-std::atomic<std::uint32_t> g_page_size{0};
-std::uint32_t page_size() noexcept {
-    std::uint32_t page = g_page_size.load(std::memory_order_relaxed);
-    if (page == 0) [[unlikely]] {
-        page = static_cast<std::uint32_t>(getauxval(AT_PAGESZ));  // no system call
-        g_page_size.store(page, std::memory_order_relaxed);
-    }
-    return page;
-}
-
 // A write of n bytes that the fd's room credit covers (look_for_room()
 // below) spends it and needs no look: it cannot wait. The credit holds
 // only if every write since it was given came through a look or spent it
@@ -64,6 +50,18 @@ bool spend_room_credit(DirState& st, std::size_t n) noexcept {
     ps.room_call.store(call, kRelaxed);
     ps.room_credit.store(static_cast<std::uint16_t>(credit - n), kRelaxed);
     return true;
+}
+
+// The pipe's size in pages (F_GETPIPE_SZ), kNoPipeSize where the fd
+// does not answer (not a pipe: its writes are never looked at again).
+constexpr std::uint8_t kNoPipeSize = UINT8_MAX;
+// The look of a write's spin that asks the size again (look_for_room()).
+constexpr unsigned kAskSizeAgainAt = 16;
+std::uint8_t ask_pipe_pages(int fd, unsigned long page) noexcept {
+    const long size = sys::pipe_size(fd);
+    return size > 0 && page != 0 ? static_cast<std::uint8_t>(std::min<unsigned long>(
+                                       static_cast<unsigned long>(size) / page, kNoPipeSize - 1))
+                                 : kNoPipeSize;
 }
 
 // How full a pipe is, for a write (docs/policy.md, "What a look may do"):
@@ -84,22 +82,10 @@ bool spend_room_credit(DirState& st, std::size_t n) noexcept {
 // no credit: the kernel may take them in parts. Relaxed: threads that
 // write one fd at once can only make the credit wrong, which costs a
 // write that waits unspun.
-// The pipe's size in pages (F_GETPIPE_SZ), kNoPipeSize where the fd
-// does not answer (not a pipe: its writes are never looked at again).
-constexpr std::uint8_t kNoPipeSize = UINT8_MAX;
-// The look of a write's spin that asks the size again (look_for_room()).
-constexpr unsigned kAskSizeAgainAt = 16;
-std::uint8_t ask_pipe_pages(int fd, unsigned long page) noexcept {
-    const long size = sys::pipe_size(fd);
-    return size > 0 && page != 0 ? static_cast<std::uint8_t>(std::min<unsigned long>(
-                                       static_cast<unsigned long>(size) / page, kNoPipeSize - 1))
-                                 : kNoPipeSize;
-}
-
 Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
     PolicyState& ps = st.policy;
-    const unsigned long page = page_size();
+    const unsigned long page = sys::page_size();
     std::uint8_t pages = ps.pipe_pages.load(kRelaxed);
     if (pages == 0) {  // once per fd
         pages = ask_pipe_pages(fd, page);
@@ -467,8 +453,7 @@ Plan before_ready(int fd, Dir dir, Via via) {
     plan.per_call = true;
     FdInfo info;
     // No room credit for a splice: it takes whole pages (n = SIZE_MAX).
-    const Begun b =
-        io_untracked(1) || io_counted_fast(fd, dir) ? Begun{} : begin_tracked_io(fd, dir, SIZE_MAX);
+    const Begun b = begin_io(fd, dir, SIZE_MAX);
     if (!resume(b, fd, dir, plan, info)) return plan;
     DirState& st = *plan.dir;
     const PolicyParams params = g_runtime.params();

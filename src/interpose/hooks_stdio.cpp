@@ -14,7 +14,6 @@
 // of one byte, getline with no buffer yet, which glibc allocates first) go
 // straight to libc.
 #include <stdio.h>
-#include <sys/auxv.h>
 #include <sys/types.h>
 
 #include <cerrno>
@@ -175,7 +174,7 @@ size_t piece_after_wait(const volatile FILE* f, long queued, size_t left) noexce
 bool buffer_holds_a_packet(const FILE* fp, int fd) noexcept {
     const volatile FILE* f = fp;
     if (f->_IO_buf_base == nullptr) return known_anonymous_pipe(fd);
-    const unsigned long page = getauxval(AT_PAGESZ);  // no system call
+    const std::uint32_t page = sys::page_size();
     return f->_IO_buf_end - f->_IO_buf_base >= static_cast<std::ptrdiff_t>(page != 0 ? page : 4096);
 }
 

@@ -1,9 +1,12 @@
 #include "platform/sys.h"
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -177,6 +180,16 @@ long getfl(int fd) noexcept {
 
 long pipe_size(int fd) noexcept {
     return own(SYS_fcntl, fd, F_GETPIPE_SZ);
+}
+
+std::uint32_t page_size() noexcept {
+    static constinit std::atomic<std::uint32_t> cached{0};
+    std::uint32_t page = cached.load(std::memory_order_relaxed);
+    if (page == 0) [[unlikely]] {
+        page = static_cast<std::uint32_t>(getauxval(AT_PAGESZ));
+        cached.store(page, std::memory_order_relaxed);
+    }
+    return page;
 }
 
 long is_fifo(int fd) noexcept {
