@@ -22,6 +22,18 @@ namespace {
 
 using test::PipeFixture;
 
+// Fills a pipe to its size through its write end, not through the engine
+// (as another writer would), and leaves the end blocking.
+void fill_pipe(int fd) {
+    const int fl = ::fcntl(fd, F_GETFL);
+    REQUIRE(::fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
+    char buf[100] = {};
+    while (::write(fd, buf, sizeof buf) > 0) {
+    }
+    REQUIRE(errno == EAGAIN);
+    REQUIRE(::fcntl(fd, F_SETFL, fl) == 0);
+}
+
 // Somebody reads the counters (the exit report): mode off is not inert.
 Options at_info(Options o = {}) {
     o.log_v = static_cast<std::uint32_t>(LogLevel::Info);
@@ -841,11 +853,7 @@ TEST_CASE("engine: a write's look asks FIONREAD and credits the room it finds", 
     // this fd's credit still stands), then a write spins its budget once
     // its credit is void. With it, the write goes to the kernel unlooked
     // (and would wait there: the price of a credit other writers spent).
-    const int fl = ::fcntl(p.fds[1], F_GETFL);
-    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl | O_NONBLOCK) == 0);
-    while (::write(p.fds[1], buf, sizeof buf) > 0) {
-    }
-    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl) == 0);
+    fill_pipe(p.fds[1]);
     {
         Plan credited = before_write(p.fds[1], buf, sizeof buf);
         CHECK(credited.action == Plan::Action::Call);
@@ -877,11 +885,7 @@ TEST_CASE("engine: a pipe grown since its size was asked is not taken for full",
     const long size = ::fcntl(p.fds[1], F_GETPIPE_SZ);
     REQUIRE(size > 0);
     // Fill it to its old size, not through the engine, then grow it.
-    const int fl = ::fcntl(p.fds[1], F_GETFL);
-    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl | O_NONBLOCK) == 0);
-    while (::write(p.fds[1], buf, sizeof buf) > 0) {
-    }
-    REQUIRE(::fcntl(p.fds[1], F_SETFL, fl) == 0);
+    fill_pipe(p.fds[1]);
     if (::fcntl(p.fds[1], F_SETPIPE_SZ, 4 * size) < 0) {
         WARN("skipped: F_SETPIPE_SZ refused (" << std::strerror(errno) << ")");
         return;
