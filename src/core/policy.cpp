@@ -13,6 +13,7 @@ void new_epoch_of_spins(PolicyState& s) noexcept {
     s.close_misses.store(0, kRelaxed);
     s.epoch_hit.store(0, kRelaxed);
     s.delay_looks.store(0, kRelaxed);
+    s.try_watched.store(0, kRelaxed);
 }
 
 void start_phase(PolicyState& s, Phase phase, std::uint16_t exploit_epochs) noexcept {
@@ -138,6 +139,17 @@ bool is_long_wait(const WaitObservation& o) noexcept {
            SpinPolicy::kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
 }
 
+// A TrySpin epoch caught nothing and its wait `o` outlasted the budget:
+// not spinning wins at once (on_wait() says why), and what a call costs not
+// spinning is about this wait (the drift check's base, kDriftFactor).
+void lost_to_slow_peer(PolicyState& s, const WaitObservation& o) noexcept {
+    s.plain_call_ns.store(
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(o.spin_ns + o.block_ns, UINT32_MAX)),
+        kRelaxed);
+    next_epoch_from_scratch(s);
+    decide(s, false);
+}
+
 template <class T>
 void store_if_changed(std::atomic<T>& a, T v) noexcept {
     if (a.load(kRelaxed) != v) a.store(v, kRelaxed);
@@ -234,6 +246,16 @@ std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
     if (phase == Phase::Fresh) return lane.spins() ? spin_ns(p, wake) : kWatchOnly;
     if (phase == Phase::TryPlain || phase == Phase::Plain) return 0;
     if (s.long_waits.load(kRelaxed) >= kLongWaitLimit) return 0;
+    // A fd slow from its start measures its TrySpin epoch's first wait
+    // without a spin, as its first waits were: whether that wait outlasts
+    // kLongWaitFactor budgets shows in the real call's time alone (a spin
+    // that missed plus the block after it take what the block alone
+    // takes, give or take a wake-up: kSlowWakeNs), and where it does the
+    // spin would only have burnt its budget (a sparse producer's consumer
+    // paid spin_us once an exploit run, 0.1 µs a read over its first 500
+    // reads). Its later waits spin.
+    if (phase == Phase::TrySpin && s.try_watched.load(kRelaxed) == 0 && slow_from_start(s))
+        return kWatchOnly;
     return spin_ns(p, wake);
 }
 
@@ -396,7 +418,17 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         fresh_wait(s, true, would_hit);
         return;
     }
-    if (!o.spun) return;
+    if (!o.spun) {
+        // A TrySpin epoch's first wait, watched (budget_ns()): outlasted
+        // as a spin would have been, it settles the epoch as that spin's
+        // miss would (below); otherwise the epoch's next waits spin.
+        if (!o.watched || s.get_phase() != Phase::TrySpin) return;
+        s.try_watched.store(1, kRelaxed);
+        note_wait(s);
+        if (o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1) + kSlowWakeNs)
+            lost_to_slow_peer(s, o);
+        return;
+    }
     note_wait(s);
     if (o.spin_hit) {
         s.epoch_hit.store(1, kRelaxed);
@@ -443,11 +475,7 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
             // (the drift check's base, kDriftFactor). Close misses (a peer
             // on this CPU) measure on: the TryPlain epoch's cost is the
             // base that tells when the pair is spread again.
-            s.plain_call_ns.store(static_cast<std::uint32_t>(
-                                      std::min<std::uint64_t>(o.spin_ns + o.block_ns, UINT32_MAX)),
-                                  kRelaxed);
-            next_epoch_from_scratch(s);
-            decide(s, false);
+            lost_to_slow_peer(s, o);
         } else if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             // Measure again, now: a run of not spinning would last at
             // least kExploitMin epochs whatever the pair costs now. Two

@@ -71,6 +71,7 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")        \
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                        \
     X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")          \
+    X(std::uint8_t, try_watched, "the TrySpin epoch watched its first wait (slow from start)") \
     X(std::uint8_t, pipe_pages, "the pipe's size in pages; 0 not asked, UINT8_MAX none")
 
 // Room credit: a write's look is never the write itself (docs/policy.md,
@@ -292,9 +293,17 @@ public:
     // co-located peer to a CPU of its own, and every plain round trip
     // became a cross-CPU wake-up).
     static constexpr std::uint64_t kDriftFactor = 4;
+    // A watched wait (kWatchOnly) went through a sleep and a wake-up, which
+    // a spin that caught its peer would not have: it counts as outlasting
+    // the budget (kLongWaitFactor) only beyond the slowest wake-up seen on
+    // this project's VMs (an idle virtual CPU's, 40-200 µs), so that a
+    // slow wake-up alone never passes for a slow peer.
+    static constexpr std::uint64_t kSlowWakeNs = 200'000;
 
-    // budget_ns() for a fresh fd whose prior says not to spin: look first
-    // (a wait must be seen to be timed), do not spin, time the real call.
+    // budget_ns() for a fresh fd whose prior says not to spin, and for the
+    // first wait of a TrySpin epoch on a fd slow from its start (its first
+    // waits all long, spinning never won on it): look first (a wait must be
+    // seen to be timed), do not spin, time the real call.
     static constexpr std::uint64_t kWatchOnly = 1;
     // Budget in ns for the next wait on this fd; 0 means call the real
     // function at once, without even a look; kWatchOnly, see above. `lane`

@@ -217,18 +217,38 @@ TEST_CASE("long waits converge to no spin within a bounded number of waits", "[p
           (n / SpinPolicy::kEpochCalls / SpinPolicy::kExploitMax + 2) * SpinPolicy::kLongWaitLimit);
 }
 
-TEST_CASE("a fd slow from its start pays one spin to learn it", "[policy]") {
+TEST_CASE("a fd slow from its start learns it without a spin", "[policy]") {
     // Both first waits long (watched, no spin), an epoch of not spinning,
-    // then a TrySpin epoch: its first outlasted spin decides, as the first
-    // waits said. A fd whose first waits were short (spinning won on it
-    // once) still gives up a TrySpin epoch only after kLongWaitLimit.
+    // then a TrySpin epoch: its first wait is watched too, and outlasting
+    // kLongWaitFactor budgets it decides, as an outlasted spin would have.
+    // A fd whose first waits were short (spinning won on it once) still
+    // gives up a TrySpin epoch only after kLongWaitLimit spins.
     Sim slow;
-    CHECK(slow.run(4 * SpinPolicy::kEpochCalls, kSparse) == 1);
+    CHECK(slow.run(4 * SpinPolicy::kEpochCalls, kSparse) == 0);
+    CHECK(slow.watched == SpinPolicy::kFreshWaits + 1);
+    CHECK(slow.s.get_phase() == Phase::Plain);
+    // Each later measuring pair watches one wait, and spins on none.
+    CHECK(slow.run(200 * SpinPolicy::kEpochCalls, kSparse) == 0);
     CHECK(slow.s.get_phase() == Phase::Plain);
     Sim once_fast;
     once_fast.run(4 * SpinPolicy::kEpochCalls, kShort);
     REQUIRE(once_fast.run(SpinPolicy::kEpochCalls, kShort) > SpinPolicy::kEpochCalls / 2);
     CHECK(once_fast.run(SpinPolicy::kEpochCalls, kSparse) >= SpinPolicy::kLongWaitLimit);
+}
+
+TEST_CASE("a fd slow from its start whose peer turns fast spins again", "[policy]") {
+    // The watched first wait of a TrySpin epoch that comes within
+    // kLongWaitFactor budgets lets the epoch's next waits spin: once the
+    // peer answers at once, the fd measures and spinning wins.
+    Sim sim;
+    sim.run(2 * SpinPolicy::kEpochCalls, kSparse);
+    REQUIRE(sim.s.get_phase() == Phase::Plain);
+    const std::uint64_t watched = sim.watched;
+    // At most one run of not spinning at its longest, then the measuring pair.
+    const std::uint64_t n = (SpinPolicy::kExploitMax + 3) * SpinPolicy::kEpochCalls;
+    CHECK(sim.run(n, kShort) > n / 2);
+    CHECK(sim.watched == watched + 1);
+    CHECK(sim.s.get_phase() == Phase::Spin);
 }
 
 TEST_CASE("a sparse peer's fd spends few calls measuring", "[policy]") {
