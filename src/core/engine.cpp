@@ -384,7 +384,12 @@ Plan wait_io(const Begun& b, int fd, Dir dir, void* buf, std::size_t n, Via via 
     const Look first = look(0);
     switch (first) {
         case Look::Answer:
-            return done(&st, look.result);
+            // The plan resume() made, as done() would make it: one Plan
+            // object in this function, which the caller's return slot holds
+            // (a second one cost every read a copy and a zeroing).
+            plan.action = Plan::Action::Done;
+            plan.result = look.result;
+            return plan;
         case Look::Ready:
             settle_plan(plan, st, params);
             return plan;
