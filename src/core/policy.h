@@ -71,7 +71,7 @@ enum class Phase : std::uint8_t {
     X(std::uint8_t, epoch_waits, "waits this epoch (spun, or refused a CPU), capped")        \
     X(std::uint8_t, fresh_waits, "waits while Fresh")                                        \
     X(std::uint8_t, fresh_hits, "of those, the ones a spin caught (or would have)")          \
-    X(std::uint8_t, try_watched, "the TrySpin epoch watched its first wait (slow from start)") \
+    X(std::uint8_t, try_watched, "TrySpin watched its first wait (slow from start)")         \
     X(std::uint8_t, pipe_pages, "the pipe's size in pages; 0 not asked, UINT8_MAX none")
 
 // Room credit: a write's look is never the write itself (docs/policy.md,
