@@ -134,9 +134,11 @@ bool slow_from_start(const PolicyState& s) noexcept {
 }
 
 // The peer took far longer than the spin had (kLongWaitFactor).
-bool is_long_wait(const WaitObservation& o) noexcept {
+// `allowance_ns`: what the wait may take on top (a watched wait's own
+// sleep and wake-up, SpinPolicy::kSlowWakeNs).
+bool is_long_wait(const WaitObservation& o, std::uint64_t allowance_ns = 0) noexcept {
     return o.spin_ns + o.block_ns >
-           SpinPolicy::kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1);
+           SpinPolicy::kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1) + allowance_ns;
 }
 
 // A TrySpin epoch caught nothing and its wait `o` outlasted the budget:
@@ -425,8 +427,7 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         if (!o.watched || s.get_phase() != Phase::TrySpin) return;
         s.try_watched.store(1, kRelaxed);
         note_wait(s);
-        if (o.block_ns > kLongWaitFactor * std::max<std::uint64_t>(o.budget_ns, 1) + kSlowWakeNs)
-            lost_to_slow_peer(s, o);
+        if (is_long_wait(o, kSlowWakeNs)) lost_to_slow_peer(s, o);
         return;
     }
     note_wait(s);
