@@ -35,7 +35,7 @@ Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
 }
 
 // A write of n bytes that the fd's room credit covers (look_for_room()
-// below) spends it and needs no look: it cannot wait. The credit holds
+// below gives it) spends it and needs no look: it cannot wait. The credit holds
 // only if every write since it was given came through a look or spent it
 // (`call`: this call's number, the calls before it): a call that went
 // without (a run of not spinning) wrote what it did not count.
@@ -73,15 +73,15 @@ std::uint8_t ask_pipe_pages(int fd, unsigned long page) noexcept {
 // takes the pipe's mutex for a moment and changes nothing.
 // Pending: the pipe is full (the bytes in it fill all its pages but one,
 // where poll would say not writable; its size asked again once a spin
-// lasts). Ready otherwise, and with the room
-// it proves free given to the writes that follow as credit
-// (room_credit() in policy.h): a write the credit covers is not looked at
-// at all (iteration 0). A reader that leaves during a write's spin is not
-// seen: its EPIPE comes at the end of the budget, from the real call.
-// Writes over PIPE_BUF (and writev, n = SIZE_MAX: only ever probed) get
-// no credit: the kernel may take them in parts. Relaxed: threads that
-// write one fd at once can only make the credit wrong, which costs a
-// write that waits unspun.
+// lasts). Ready otherwise, and with the room it proves free given to the
+// writes that follow as credit (room_credit() in policy.h): a write the
+// credit covers is not looked at at all (begin_io_full() spends it, before
+// any look). A reader that leaves during a write's spin is not seen: its
+// EPIPE comes at the end of the budget, from the real call. Writes over
+// PIPE_BUF (and writev, n = SIZE_MAX: only ever probed) get no credit: the
+// kernel may take them in parts. Relaxed: threads that write one fd at
+// once can only make the credit wrong, which costs a write that waits
+// unspun.
 Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
     PolicyState& ps = st.policy;
@@ -92,7 +92,6 @@ Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noex
         ps.pipe_pages.store(pages, kRelaxed);
     }
     if (pages == kNoPipeSize || pages == 0) return Look::Ready;  // the real call decides
-    if (iteration == 0 && spend_room_credit(st, n)) return Look::Ready;
     const long queued = sys::fionread(fd);
     if (queued == -EINTR) return Look::Pending;  // the spin's signal check decides
     if (queued < 0) return Look::Ready;          // the real call reports it
