@@ -179,7 +179,8 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     before_spin();
     std::uint64_t spent = 0;
     std::uint64_t ended_ns = 0;
-    end = spin(mark, budget, spent, look, &on, &ended_ns);
+    std::uint64_t away_ns = 0;
+    end = spin(mark, budget, spent, look, &on, &ended_ns, &away_ns);
     if (end == SpinEnd::NonBlocking) {
         table().set_nonblock(on.info, true);  // its next calls skip the looks (resume())
         return false;
@@ -187,7 +188,7 @@ bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const Sign
     st.waits.fetch_add(1, std::memory_order_relaxed);
     // A handler ran: with SA_RESTART the kernel would have gone on waiting.
     if (end == SpinEnd::Interrupted && !mark.wants_eintr()) end = SpinEnd::Exhausted;
-    count_spin(st, plan, end, spent, ended_ns);
+    count_spin(st, plan, end, spent, ended_ns, away_ns);
     count_via(via, end);
     plan.obs.budget_ns = budget;
     watch_run_delay(plan, st.policy, params, end);

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -122,6 +123,19 @@ constexpr unsigned kClockEvery = 4;
 // round trip in fixed mode 0.03-0.06 µs more (`perf_ab.sh`, 51 rounds).
 constexpr unsigned kNonBlockCheckAt = 16;
 
+// A spin that has not seen its answer by its kYieldAt-th look gives its CPU
+// away once (sched_yield): a peer that needs this very CPU (the scheduler
+// put both ends on one) runs now, where it would otherwise wait for the
+// whole budget to be burnt, and the spin's next look sees its answer. A
+// yield with nobody else to run returns as a look does (one system call);
+// one that lasted more than kYieldAwayLooks looks' time ran another task on
+// this CPU, and the spin reports it (SpinPolicy::on_wait: a spin that only
+// gave the CPU away is no hit). At 8 looks a spread ping-pong's spins,
+// which see their answer within a few looks, never yield.
+constexpr unsigned kYieldAt = 8;
+constexpr std::uint64_t kYieldAwayLooks = 3;
+static_assert(kYieldAt % kClockEvery == 0, "the yield is decided where the clock is read");
+
 // What one look at the fd (or the set) found.
 enum class Look : std::uint8_t {
     Pending,  // not ready: keep spinning
@@ -164,9 +178,12 @@ inline bool non_blocking_now(int fd) noexcept {
 // look counts too. Each look comes after a cancellation point: a look may
 // be the call itself (Look::Answer), and the blocking call would have acted
 // on a pending cancellation before it consumed or wrote anything.
+// `away_ns` gets how long the spin's yield lasted if it ran another task
+// (kYieldAt), else 0: a part of spent_ns this thread was off its CPU.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             const Fd* on = nullptr, std::uint64_t* ended_ns = nullptr) {
+             const Fd* on = nullptr, std::uint64_t* ended_ns = nullptr,
+             std::uint64_t* away_ns = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     spent_ns = 0;
@@ -228,6 +245,13 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
                 ended(now);
                 return SpinEnd::Exhausted;
             }
+            if (i == kYieldAt) {
+                sys::sched_yield();
+                const std::uint64_t back = sys::now_ns();
+                // (back - now) > kYieldAwayLooks * ((now - start) / i), in integers.
+                if (away_ns != nullptr && (back - now) * i > kYieldAwayLooks * (now - start))
+                    *away_ns = back - now;
+            }
         }
     }
 }
@@ -246,16 +270,18 @@ inline void count_via(Via via, SpinEnd end) noexcept {
 }
 
 // `ended_ns`: when the spin ended (spin()), where the real call after it
-// is timed from.
+// is timed from. `away_ns`: how long of `spent` another task had the CPU
+// (spin()): not time spent spinning, though part of the wait.
 inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent,
-                       std::uint64_t ended_ns) noexcept {
+                       std::uint64_t ended_ns, std::uint64_t away_ns) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
-    st.spin_ns.fetch_add(spent, std::memory_order_relaxed);
+    st.spin_ns.fetch_add(spent - std::min(away_ns, spent), std::memory_order_relaxed);
     if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
     plan.obs.spun = true;
     plan.obs.spin_hit = hit;
     plan.obs.spin_ns = spent;
+    plan.obs.gave_cpu = away_ns != 0;
     plan.action = end == SpinEnd::Interrupted ? Plan::Action::Interrupted : Plan::Action::Call;
     plan.t_call = ended_ns;
 }
@@ -266,7 +292,10 @@ inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t sp
 // read.
 inline void watch_run_delay(Plan& plan, PolicyState& ps, const PolicyParams& params,
                             SpinEnd end) noexcept {
-    if (end != SpinEnd::Exhausted || !SpinPolicy::looks_at_run_delay(ps, params)) return;
+    // A spin whose yield ran another task is a close miss already.
+    if (end != SpinEnd::Exhausted || plan.obs.gave_cpu ||
+        !SpinPolicy::looks_at_run_delay(ps, params))
+        return;
     plan.run_delay_from = sys::run_delay_ns();
     plan.t_call = sys::now_ns();
 }

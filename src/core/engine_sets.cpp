@@ -103,6 +103,7 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
     bool eintr = false;
     std::uint64_t spent = 0;
     std::uint64_t ended_ns = 0;
+    std::uint64_t away_ns = 0;
     SpinEnd end = spin(
         mark, budget, spent,
         [&](unsigned) {
@@ -115,10 +116,10 @@ Plan spin_set(Plan plan, const SetPipe& pipe, Via via, const PolicyParams& param
             if (ready > 0) return answer_is_done ? Look::Answer : Look::Ready;
             return ready < 0 ? Look::Ready : Look::Pending;  // an error: the real call reports it
         },
-        nullptr, &ended_ns);
+        nullptr, &ended_ns, &away_ns);
     if (sigmask != nullptr) sys::change_sigmask(SIG_SETMASK, &own_mask, nullptr);
     if (eintr) end = SpinEnd::Interrupted;
-    count_spin(ctr, plan, end, spent, ended_ns);
+    count_spin(ctr, plan, end, spent, ended_ns, away_ns);
     count_via(via, end);
     plan.obs.budget_ns = budget;
     // Not when the caller's timeout ended the spin: the real call then

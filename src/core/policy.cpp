@@ -404,7 +404,7 @@ bool SpinPolicy::looks_at_run_delay(PolicyState& s, const PolicyParams& p) noexc
 }
 
 bool SpinPolicy::run_delay_matters(const WaitObservation& o) noexcept {
-    return o.spun && !o.spin_hit && !is_long_wait(o) && o.block_ns >= o.spin_ns;
+    return o.spun && !o.spin_hit && !o.gave_cpu && !is_long_wait(o) && o.block_ns >= o.spin_ns;
 }
 
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
@@ -414,7 +414,9 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         if (!o.spun && !o.watched) return;
         // Watched: a spin with the budget it would have had catches the
         // data exactly when the real call returned within that budget.
-        const bool would_hit = o.spun ? o.spin_hit : o.block_ns <= o.budget_ns;
+        // A spin that caught its answer only once its yield had run another
+        // task (the peer, on this CPU) caught nothing a spin can.
+        const bool would_hit = o.spun ? o.spin_hit && !o.gave_cpu : o.block_ns <= o.budget_ns;
         if (lane != nullptr) lane->observe(would_hit);
         if (o.spun && !o.spin_hit) wake.observe(o.block_ns, p.max_spin_ns);
         fresh_wait(s, true, would_hit);
@@ -431,24 +433,27 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         return;
     }
     note_wait(s);
-    if (o.spin_hit) {
+    if (o.spin_hit && !o.gave_cpu) {
         s.epoch_hit.store(1, kRelaxed);
         return;
     }
-    wake.observe(o.block_ns, p.max_spin_ns);
+    if (!o.spin_hit) wake.observe(o.block_ns, p.max_spin_ns);
     // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
     // longer than the spin: spinning on this fd only burns CPU. Or the peer
     // needed this thread's CPU (the scheduler put both ends on one), and a
     // spin only keeps it from running: it answered as soon as the spin gave
     // up (the real call blocked for less than the spin had lasted), or this
     // thread, woken, waited for its CPU through most of the block (both
-    // ends spinning: kRunDelayLooks); again and again without a hit. After
+    // ends spinning: kRunDelayLooks), or the spin's yield ran another task
+    // (engine_detail.h, kYieldAt: the peer answered while this thread gave
+    // its CPU away, or some other task needed it); again and again without
+    // a hit. After
     // a few such waits stop spinning for the rest of the epoch; if spinning
     // was being exploited, measure both ways again at once (below).
-    const bool long_wait = is_long_wait(o);
+    const bool long_wait = !o.spin_hit && is_long_wait(o);
     bool close_miss_limit = false;
-    if (!long_wait &&
-        (o.block_ns < o.spin_ns || (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
+    if (!long_wait && (o.gave_cpu || o.block_ns < o.spin_ns ||
+                       (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
         const std::uint8_t c = s.close_misses.load(kRelaxed);
         if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
         close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;

@@ -31,6 +31,7 @@ struct WaitObservation {
     bool spun = false;            // a spin ran
     bool watched = false;         // no spin, but the wait was timed (a fresh fd, see FreshPrior)
     bool spin_hit = false;        // the pipe became ready during the spin
+    bool gave_cpu = false;        // the spin's yield ran another task on this CPU
     std::uint64_t spin_ns = 0;    // time spent spinning
     std::uint64_t block_ns = 0;   // time in the real (possibly blocking) call after the spin
     std::uint64_t budget_ns = 0;  // the budget the spin had (or would have had, watched)

@@ -50,6 +50,10 @@ struct Sim {
     // The engine reads the run delay where the policy asks
     // (looks_at_run_delay, run_delay_matters); elsewhere it is 0.
     bool both_spin_here = false;
+    // The peer needs this thread's CPU, and the spin's yield (engine_detail.h,
+    // kYieldAt) gives it: the peer runs, answers, and the spin sees the
+    // answer after its yield, which ran another task (gave_cpu).
+    bool yields_to_peer = false;
     std::uint64_t delay_looks = 0;
     std::uint64_t measuring = 0;  // calls made in a measuring epoch
     std::uint64_t cut_short = 0;  // runs of not spinning ended before their last epoch
@@ -118,7 +122,12 @@ struct Sim {
             WaitObservation o;
             o.spun = true;
             o.budget_ns = budget;
-            if (both_spin_here) {
+            if (yields_to_peer) {
+                o.spin_hit = true;
+                o.gave_cpu = true;
+                o.spin_ns = std::min<std::uint64_t>(budget, 4 * kUs) + st.wait_ns + wake_ns;
+                g_now += o.spin_ns + call_ns;
+            } else if (both_spin_here) {
                 o.spin_ns = budget;
                 o.block_ns = budget + wake_ns + call_ns;
                 g_now += o.spin_ns + o.block_ns;
@@ -682,6 +691,43 @@ TEST_CASE(
     sim.colocated = true;
     sim.wake_ns = 1 * kUs;  // a switch on the same CPU
     check_spins_for_a_peer_on_this_cpu(sim);
+}
+
+TEST_CASE("a peer on this CPU that answers during the spin's yield: no hit, spinning stops",
+          "[policy][colocated]") {
+    // Both ends pinned to one CPU (tools/bench/scripts/onecpu.sh): each
+    // spin gives the CPU away at its yield, the peer answers, and the spin
+    // returns the answer without a sleep, but only because it stopped
+    // spinning. Counted as hits, these spins would win every measuring
+    // epoch and go on costing each round trip the looks before the yield.
+    Sim sim;
+    sim.yields_to_peer = true;
+    sim.wake_ns = 1 * kUs;
+    check_spins_for_a_peer_on_this_cpu(sim);
+    // Nor does such a spin tell a fresh fd's prior that spinning catches
+    // first waits.
+    Sim fresh;
+    fresh.yields_to_peer = true;
+    fresh.prior.lane(Origin::Made, 0).score.store(1);  // spins
+    fresh.call(kShort);
+    CHECK(fresh.spins == 1);
+    CHECK_FALSE(fresh.lane->spins());
+}
+
+TEST_CASE("a spread ping-pong whose spins now and then yield to another task keeps spinning",
+          "[policy][colocated]") {
+    // One spin in five outlasts the looks before the yield and gives the
+    // CPU to some other task (a kernel thread), then catches its answer:
+    // among hits, a yield that ran another task stops nothing.
+    Sim sim;
+    for (int i = 0; i < 40 * static_cast<int>(SpinPolicy::kEpochCalls); ++i) sim.call(kShort);
+    const std::uint64_t before = sim.spins;
+    const int n = 100 * static_cast<int>(SpinPolicy::kEpochCalls);
+    for (int i = 0; i < n; ++i) {
+        sim.yields_to_peer = i % 5 == 0;
+        sim.call(kShort);
+    }
+    CHECK(sim.spins - before > static_cast<std::uint64_t>(n) * 8 / 10);
 }
 
 TEST_CASE("a spread ping-pong whose peer wakes slowly at first keeps its spinning epoch",
