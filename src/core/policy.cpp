@@ -447,9 +447,9 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
     // ends spinning: kRunDelayLooks), or the spin's yield ran another task
     // (engine_detail.h, kYieldAt: the peer answered while this thread gave
     // its CPU away, or some other task needed it); again and again without
-    // a hit. After
-    // a few such waits stop spinning for the rest of the epoch; if spinning
-    // was being exploited, measure both ways again at once (below).
+    // a hit. After a few such waits stop spinning for the rest of the
+    // epoch; if spinning was being exploited, measure both ways again at
+    // once (below).
     const bool long_wait = !o.spin_hit && is_long_wait(o);
     bool close_miss_limit = false;
     if (!long_wait && (o.gave_cpu || o.block_ns < o.spin_ns ||
