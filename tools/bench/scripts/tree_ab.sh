@@ -38,19 +38,17 @@ bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
 echo "\`bash -c '$cmd'\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
 echo
-python3 - "$work/samples" "${names[@]}" <<'PY'
-import random, statistics as st, sys
+python3 - "$(dirname "$0")" "$work/samples" "${names[@]}" <<'PY'
+import statistics as st, sys
+sys.path.insert(0, sys.argv.pop(1))
+from bootstrap import Bootstrap
 names = sys.argv[2:]
 v = {i: [] for i in range(len(names))}
 for line in open(sys.argv[1]):
     i, w, c, s = line.split()
     v[int(i)].append((float(w), float(c), float(s)))
 n = min(len(x) for x in v.values())
-random.seed(1)
-draws = [[random.randrange(n) for _ in range(n)] for _ in range(4000)]
-def interval(f):
-    vals = sorted(f(idx) for idx in draws)
-    return vals[100], vals[3899]
+interval = Bootstrap(n).interval
 base = v[0][:n]
 print(f"| arm | wall, median | {names[0]} / arm (wall) | CPU, median | arm / {names[0]} (CPU) | voluntary switches |")
 print("|---|--:|--:|--:|--:|--:|")

@@ -31,8 +31,10 @@ bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
 echo "\`pipespin-bench worker $case_ $reads\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
 echo
-python3 - "$work/samples" "$reads" "${names[@]}" <<'PY'
-import random, statistics as st, sys
+python3 - "$(dirname "$0")" "$work/samples" "$reads" "${names[@]}" <<'PY'
+import statistics as st, sys
+sys.path.insert(0, sys.argv.pop(1))
+from bootstrap import Bootstrap
 reads = int(sys.argv[2])
 names = sys.argv[3:]
 v = {i: [] for i in range(len(names))}
@@ -40,11 +42,7 @@ for line in open(sys.argv[1]):
     i, x = line.split()
     v[int(i)].append(float(x))
 n = min(len(x) for x in v.values())
-random.seed(1)
-draws = [[random.randrange(n) for _ in range(n)] for _ in range(4000)]
-def interval(f):
-    vals = sorted(f(idx) for idx in draws)
-    return vals[100], vals[3899]
+interval = Bootstrap(n).interval
 def q(x, f):
     x = sorted(x)
     return x[min(len(x) - 1, int(len(x) * f))]
