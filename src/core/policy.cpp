@@ -437,6 +437,17 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         s.epoch_hit.store(1, kRelaxed);
         return;
     }
+    if (o.spin_hit && s.get_phase() == Phase::Spin) {
+        // Caught after its yield, while spinning is exploited
+        // (kYieldHitLimit).
+        const std::uint8_t c = s.close_misses.load(kRelaxed);
+        if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
+        if (c + 1 >= kYieldHitLimit && s.epoch_hit.load(kRelaxed) == 0) {
+            next_epoch_from_scratch(s);  // as below: measure again, now
+            start_phase(s, Phase::TrySpin, 0);
+        }
+        return;
+    }
     if (!o.spin_hit) wake.observe(o.block_ns, p.max_spin_ns);
     // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
     // longer than the spin: spinning on this fd only burns CPU. Or the peer

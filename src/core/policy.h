@@ -260,6 +260,17 @@ public:
     // CPU does (docs/policy.md, part 2). kCloseMissLimit of them in an epoch
     // without a hit stop spinning as long waits do.
     static constexpr std::uint8_t kCloseMissLimit = 2;
+    // A spin that caught its answer only after its yield ran another task
+    // (WaitObservation::gave_cpu: the peer, on this CPU) is a close miss,
+    // except while spinning is exploited: a pair that spun spread and that
+    // the scheduler then put on one CPU (a sleep's wake-up pulls the reader
+    // to its waker's CPU) is spread again by the balancer only while one
+    // end stays runnable on that CPU, as a yielding spinner does, and two
+    // ends sleeping in turn there never look unbalanced. In a Spin epoch
+    // such spins end the run only at kYieldHitLimit without a hit of its
+    // own (a pair pinned to one CPU, which no balancer spreads, pays at
+    // most that many spins of kYieldAt looks an epoch).
+    static constexpr std::uint8_t kYieldHitLimit = 32;
     // A missed spin whose real call then blocked for longer than the spin
     // may still be one the peer could not answer for want of this CPU:
     // both ends spinning on one CPU, each waits for the other's spin to

@@ -714,6 +714,38 @@ TEST_CASE("a peer on this CPU that answers during the spin's yield: no hit, spin
     CHECK_FALSE(fresh.lane->spins());
 }
 
+TEST_CASE("a spinning pair the scheduler puts on one CPU spins through its yields, a while",
+          "[policy][colocated]") {
+    // perf bench sched pipe: a pair that spun spread sleeps through a
+    // measuring epoch, and a wake-up pulls the reader to its writer's CPU.
+    // Spinning on there, each spin yields to the peer and catches its
+    // answer, and the yielder stays runnable: what the balancer spreads.
+    // Stopping after two such spins (the close-miss rule) left the pair
+    // sleeping in turn on one CPU, which no balancer spreads.
+    Sim sim;
+    sim.run(40 * SpinPolicy::kEpochCalls, kShort);
+    // At the start of an epoch of a run with epochs to go.
+    for (int i = 0; i < 4000 && !(sim.s.get_phase() == Phase::Spin &&
+                                  sim.s.exploit_left.load() >= 3 && sim.s.epoch_calls.load() <= 1);
+         ++i)
+        sim.call(kShort);
+    REQUIRE(sim.s.get_phase() == Phase::Spin);
+    REQUIRE(sim.s.epoch_calls.load() <= 1);
+    sim.yields_to_peer = true;
+    CHECK(sim.run(SpinPolicy::kYieldHitLimit - 1, kShort) == SpinPolicy::kYieldHitLimit - 1);
+    CHECK(sim.s.get_phase() == Phase::Spin);
+    // Pinned there for good: the run ends once an epoch without a hit of
+    // its own has had kYieldHitLimit of them, and the measuring epochs
+    // that follow stop after kCloseMissLimit each, as for any peer on this
+    // CPU.
+    const std::uint64_t epochs = 400;
+    const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, kShort);
+    CAPTURE(spun);
+    CHECK(spun <= 2 * SpinPolicy::kEpochCalls + SpinPolicy::kYieldHitLimit +
+                      (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+    CHECK(sim.s.last_winner.load() == static_cast<std::uint8_t>(Phase::Plain));
+}
+
 TEST_CASE("a spread ping-pong whose spins now and then yield to another task keeps spinning",
           "[policy][colocated]") {
     // One spin in five outlasts the looks before the yield and gives the
