@@ -116,13 +116,6 @@ enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBl
 // once when it ends).
 constexpr unsigned kClockEvery = 4;
 
-// A spin looks this many times before it asks whether the fd is in
-// non-blocking mode: an EAGAIN is delayed by at most these few looks (a
-// few µs), while a peer that answers within them costs no extra system
-// call. At 2 looks every spin of a spread ping-pong paid an F_GETFL, and a
-// round trip in fixed mode 0.03-0.06 µs more (`perf_ab.sh`, 51 rounds).
-constexpr unsigned kNonBlockCheckAt = 16;
-
 // A spin that has not seen its answer by its kYieldAt-th look gives its CPU
 // away once (sched_yield): a peer that needs this very CPU (the scheduler
 // put both ends on one) runs now, where it would otherwise wait for the
@@ -135,6 +128,17 @@ constexpr unsigned kNonBlockCheckAt = 16;
 constexpr unsigned kYieldAt = 8;
 constexpr std::uint64_t kYieldAwayLooks = 3;
 static_assert(kYieldAt % kClockEvery == 0, "the yield is decided where the clock is read");
+
+// A spin looks this many times before it asks whether the fd is in
+// non-blocking mode: an EAGAIN is delayed by at most these few looks (a
+// few µs), while a peer that answers within them costs no extra system
+// call. At 2 looks every spin of a spread ping-pong paid an F_GETFL, and a
+// round trip in fixed mode 0.03-0.06 µs more (`perf_ab.sh`, 51 rounds).
+// At the look that may yield, and before it: a non-blocking fd's EAGAIN
+// must not wait for the tasks a yield lets run first (at 16 looks, a
+// spin that yielded to a busy CPU's tasks could outlast its budget before
+// it asked, and count as a spin).
+constexpr unsigned kNonBlockCheckAt = kYieldAt;
 
 // What one look at the fd (or the set) found.
 enum class Look : std::uint8_t {
