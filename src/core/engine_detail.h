@@ -15,7 +15,6 @@
 
 #include <fcntl.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -275,12 +274,13 @@ inline void count_via(Via via, SpinEnd end) noexcept {
 
 // `ended_ns`: when the spin ended (spin()), where the real call after it
 // is timed from. `away_ns`: how long of `spent` another task had the CPU
-// (spin()): not time spent spinning, though part of the wait.
+// (spin(), which reads both from one clock, the yield within the spin):
+// not time spent spinning, though part of the wait.
 inline void count_spin(IoCounters& st, Plan& plan, SpinEnd end, std::uint64_t spent,
                        std::uint64_t ended_ns, std::uint64_t away_ns) noexcept {
     const bool hit = end == SpinEnd::Ready || end == SpinEnd::Answer;
     st.spins.fetch_add(1, std::memory_order_relaxed);
-    st.spin_ns.fetch_add(spent - std::min(away_ns, spent), std::memory_order_relaxed);
+    st.spin_ns.fetch_add(spent - away_ns, std::memory_order_relaxed);
     if (hit) st.spin_hits.fetch_add(1, std::memory_order_relaxed);
     plan.obs.spun = true;
     plan.obs.spin_hit = hit;

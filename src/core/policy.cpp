@@ -404,7 +404,7 @@ bool SpinPolicy::looks_at_run_delay(PolicyState& s, const PolicyParams& p) noexc
 }
 
 bool SpinPolicy::run_delay_matters(const WaitObservation& o) noexcept {
-    return o.spun && !o.spin_hit && !o.gave_cpu && !is_long_wait(o) && o.block_ns >= o.spin_ns;
+    return o.spun && !o.spin_hit && !is_long_wait(o) && o.block_ns >= o.spin_ns;
 }
 
 void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
@@ -437,17 +437,6 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
         s.epoch_hit.store(1, kRelaxed);
         return;
     }
-    if (o.spin_hit && s.get_phase() == Phase::Spin) {
-        // Caught after its yield, while spinning is exploited
-        // (kYieldHitLimit).
-        const std::uint8_t c = s.close_misses.load(kRelaxed);
-        if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
-        if (c + 1 >= kYieldHitLimit && s.epoch_hit.load(kRelaxed) == 0) {
-            next_epoch_from_scratch(s);  // as below: measure again, now
-            start_phase(s, Phase::TrySpin, 0);
-        }
-        return;
-    }
     if (!o.spin_hit) wake.observe(o.block_ns, p.max_spin_ns);
     // Two ways a spin is wasted (docs/policy.md, part 2). The peer took far
     // longer than the spin: spinning on this fd only burns CPU. Or the peer
@@ -467,7 +456,10 @@ void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wa
                        (o.run_delay_known && 2 * o.run_delay_ns > o.block_ns))) {
         const std::uint8_t c = s.close_misses.load(kRelaxed);
         if (c != UINT8_MAX) s.close_misses.store(c + 1, kRelaxed);
-        close_miss_limit = c + 1 >= kCloseMissLimit && s.epoch_hit.load(kRelaxed) == 0;
+        // One caught after its yield while spinning is exploited: kYieldHitLimit.
+        const std::uint8_t limit =
+            o.spin_hit && s.get_phase() == Phase::Spin ? kYieldHitLimit : kCloseMissLimit;
+        close_miss_limit = c + 1 >= limit && s.epoch_hit.load(kRelaxed) == 0;
     }
     if (long_wait || close_miss_limit) {
         const std::uint8_t n = close_miss_limit
