@@ -752,7 +752,7 @@ TEST_CASE("a spread ping-pong whose spins now and then yield to another task kee
     // CPU to some other task (a kernel thread), then catches its answer:
     // among hits, a yield that ran another task stops nothing.
     Sim sim;
-    for (int i = 0; i < 40 * static_cast<int>(SpinPolicy::kEpochCalls); ++i) sim.call(kShort);
+    sim.run(40 * SpinPolicy::kEpochCalls, kShort);
     const std::uint64_t before = sim.spins;
     const int n = 100 * static_cast<int>(SpinPolicy::kEpochCalls);
     for (int i = 0; i < n; ++i) {
