@@ -5,7 +5,9 @@
 # of perf's own usecs/op with its quartiles and maximum (a ping-pong's time
 # here is bimodal: both ends on one CPU or one each), the median voluntary
 # context switches of the run (/usr/bin/time: perf and its two workers), and
-# the ratio of the first arm's median usecs/op to each arm's, and how many
+# the ratio of the first arm's median usecs/op to each arm's, the median of
+# each arm's usecs/op over the first arm's in the same round (the host's drift
+# cancels out of it) with a 95% bootstrap interval, and how many
 # runs slept through more than 1% of their round trips (vol. switches above
 # LOOPS/100) with the median of those runs and of the others: in a spinning
 # arm those are the runs whose pair spent a stretch on one CPU, where a spin
@@ -43,16 +45,23 @@ bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
 echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
 echo
-python3 - "$work/samples" "$loops" "${names[@]}" <<'PY'
+python3 - "$work/samples" "$loops" "$(dirname "$0")" "${names[@]}" <<'PY'
 import statistics as st, sys
+sys.path.insert(0, sys.argv[3])
+from bootstrap import Bootstrap
 loops = int(sys.argv[2])
-names = sys.argv[3:]
+names = sys.argv[4:]
 us = {i: [] for i in range(len(names))}
 vcs = {i: [] for i in range(len(names))}
 for line in open(sys.argv[1]):
     i, u, v = line.split()
     us[int(i)].append(float(u))
     vcs[int(i)].append(int(v))
+# Each arm's usecs/op over the first arm's in the same round: the host's
+# drift (this VM's spin floor moves between ~1.3 and ~2.4 us with the hour)
+# cancels out of a ratio taken within one round.
+pairs = {i: [a / b for a, b in zip(us[i], us[0])] for i in range(len(names))}
+boot = Bootstrap(len(us[0]))
 def q(v, f):
     v = sorted(v)
     return v[min(len(v) - 1, int(len(v) * f))]
@@ -60,13 +69,15 @@ first = st.median(us[0])
 def med(v):
     return f"{st.median(v):.3f}" if v else "-"
 print("| arm | usecs/op median | quartiles | max | vol. switches (median) | first arm / this "
-      "| runs sleeping > 1% | their median | the others' median |")
-print("|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+      "| this / first arm, per round [95%] | runs sleeping > 1% | their median | the others' median |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 for i, name in enumerate(names):
     m = st.median(us[i])
     slept = [u for u, v in zip(us[i], vcs[i]) if v > loops / 100]
     rest = [u for u, v in zip(us[i], vcs[i]) if v <= loops / 100]
+    lo, hi = boot.interval(lambda idx: st.median(pairs[i][k] for k in idx))
     print(f"| {name} | {m:.3f} | {q(us[i], .25):.2f}-{q(us[i], .75):.2f} | {max(us[i]):.2f} "
-          f"| {st.median(vcs[i]):.0f} | {first / m:.3f} | {len(slept)} of {len(us[i])} "
+          f"| {st.median(vcs[i]):.0f} | {first / m:.3f} "
+          f"| {st.median(pairs[i]):.3f} [{lo:.3f}, {hi:.3f}] | {len(slept)} of {len(us[i])} "
           f"| {med(slept)} | {med(rest)} |")
 PY
