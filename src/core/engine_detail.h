@@ -116,28 +116,17 @@ enum class SpinEnd : std::uint8_t { Ready, Answer, Exhausted, Interrupted, NonBl
 constexpr unsigned kClockEvery = 4;
 
 // A spin that has not seen its answer by its kYieldAt-th look gives its CPU
-// away (sched_yield): a peer that needs this very CPU (the scheduler put
-// both ends on one) runs now, where it would otherwise wait for the whole
-// budget to be burnt, and the spin's next look sees its answer. A yield
-// with nobody else to run returns as a look does (one system call); one
-// that lasted more than kYieldAwayLooks looks' time ran another task on
+// away once (sched_yield): a peer that needs this very CPU (the scheduler
+// put both ends on one) runs now, where it would otherwise wait for the
+// whole budget to be burnt, and the spin's next look sees its answer. A
+// yield with nobody else to run returns as a look does (one system call);
+// one that lasted more than kYieldAwayLooks looks' time ran another task on
 // this CPU, and the spin reports it (SpinPolicy::on_wait: a spin that only
 // gave the CPU away is no hit). At 8 looks a spread ping-pong's spins,
 // which see their answer within a few looks, never yield.
 constexpr unsigned kYieldAt = 8;
 constexpr std::uint64_t kYieldAwayLooks = 3;
 static_assert(kYieldAt % kClockEvery == 0, "the yield is decided where the clock is read");
-// Then again at every doubling of the looks (16, 32, 64, ...): a yield the
-// scheduler refused (EEVDF runs the yielder again while the peer it would
-// hand over to is not yet eligible) is not the spin's last chance to let
-// its peer run. Both ends pinned to one CPU, mode fixed: 12.7 µs a round
-// trip, against 47 (quartiles 12.8-55) with one yield, which burnt the
-// whole budget when refused. A spin that waits out a 50 µs budget yields
-// about 5 times, each a look's cost where nobody else is runnable.
-constexpr bool yields_at(unsigned look) noexcept {
-    return look >= kYieldAt && (look & (look - 1)) == 0;
-}
-static_assert(yields_at(kYieldAt) && !yields_at(kYieldAt + kClockEvery) && yields_at(2 * kYieldAt));
 
 // A spin looks this many times before it asks whether the fd is in
 // non-blocking mode: an EAGAIN is delayed by at most these few looks (a
@@ -192,8 +181,8 @@ inline bool non_blocking_now(int fd) noexcept {
 // look counts too. Each look comes after a cancellation point: a look may
 // be the call itself (Look::Answer), and the blocking call would have acted
 // on a pending cancellation before it consumed or wrote anything.
-// `away_ns` (0 on entry) gets how long the spin's yields lasted that ran
-// another task (kYieldAt): a part of spent_ns this thread was off its CPU.
+// `away_ns` gets how long the spin's yield lasted if it ran another task
+// (kYieldAt), else 0: a part of spent_ns this thread was off its CPU.
 template <class Step>
 SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
              const Fd* on = nullptr, std::uint64_t* ended_ns = nullptr,
@@ -259,14 +248,12 @@ SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spe
                 ended(now);
                 return SpinEnd::Exhausted;
             }
-            if (yields_at(i)) {
+            if (i == kYieldAt) {
                 sys::sched_yield();
                 const std::uint64_t back = sys::now_ns();
-                // (back - now) > kYieldAwayLooks * (a look's mean time), in
-                // integers, the time earlier yields were away left out.
-                if (away_ns != nullptr &&
-                    (back - now) * i > kYieldAwayLooks * (now - start - *away_ns))
-                    *away_ns += back - now;
+                // (back - now) > kYieldAwayLooks * ((now - start) / i), in integers.
+                if (away_ns != nullptr && (back - now) * i > kYieldAwayLooks * (now - start))
+                    *away_ns = back - now;
             }
         }
     }
