@@ -260,9 +260,13 @@ bool plain_inline_on() noexcept {
     if (due_periodic_hooks(st) || (st.policy.get_phase() == Phase::Plain && plain_inline_on()))
         slow_path_hooks();
     const PolicyParams params = g_runtime.params();
+    // A write the room credit covers cannot wait, whatever the budget would
+    // be: it spends the credit (which keeps it true for the next writes)
+    // and asks no budget.
+    const bool credited = dir == Dir::Write && spend_room_credit(st, n);
     const bool dir_on = g_runtime.spin_dir[static_cast<int>(dir)].load(std::memory_order_relaxed);
-    std::uint64_t budget = dir_on ? budget_for(st, params, lane_of(info, dir)) : 0;
-    if (budget != 0 && dir == Dir::Write && spend_room_credit(st, n)) budget = 0;
+    const std::uint64_t budget =
+        dir_on && !credited ? budget_for(st, params, lane_of(info, dir)) : 0;
     const std::uint32_t gen = FdTable::gen_of(info.word);
     if (budget != 0) return {info.state, static_cast<std::uint32_t>(budget), gen};
     if (!settle_early(st, params)) return {info.state, 0, gen};

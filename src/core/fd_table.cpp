@@ -406,7 +406,7 @@ std::uint32_t FdTable::take_fast(int fd, Dir d) noexcept {
     return fast_pending(v);
 }
 
-void FdTable::settle_fast(int fd, Dir d, DirState& st) noexcept {
+void FdTable::settle_lane(int fd, Dir d, DirState& st) noexcept {
     const std::uint32_t n = take_fast(fd, d);
     if (n == 0) return;
     bump(st.calls, n);

@@ -255,6 +255,8 @@ public:
     // Settles fd's lane for d into st, fd's state for d: the calls it
     // counted are added to st's counters and to the policy's epoch
     // (SpinPolicy::settle_inline), as if each had been counted on its own.
+    // Inline: in a table that never armed a lane (mode fixed, a process
+    // whose pipes all spin) it is one load.
     void settle_fast(int fd, Dir d, DirState& st) noexcept;
     // The same for both of fd's lanes, into its state s.
     void settle_fast(int fd, FdState& s) noexcept;
@@ -443,6 +445,7 @@ private:
     // A lane has been armed in this process or a parent: until then no
     // call or close need read the lanes' page (a read of a page never
     // touched is a fault, in a forked child each time).
+    void settle_lane(int fd, Dir d, DirState& st) noexcept;  // settle_fast() once armed
     bool fast_armed() const noexcept {
         return first_block()->page[0].fast_armed.load(std::memory_order_relaxed) != 0;
     }
@@ -512,6 +515,10 @@ inline bool FdTable::count_fast(int fd, Dir d) noexcept {
     // bump() may: statistics, and an epoch a call longer.
     lane->store(v - 1, std::memory_order_relaxed);
     return true;
+}
+
+inline void FdTable::settle_fast(int fd, Dir d, DirState& st) noexcept {
+    if (fast_armed()) settle_lane(fd, d, st);
 }
 
 inline FdInfo FdTable::lookup(int fd, Classifier classify, unsigned looks) noexcept {

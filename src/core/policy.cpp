@@ -157,12 +157,6 @@ void store_if_changed(std::atomic<T>& a, T v) noexcept {
     if (a.load(kRelaxed) != v) a.store(v, kRelaxed);
 }
 
-// The policy learns (and runs its experiment) for this fd: adaptive mode,
-// and no hint.
-bool learns(const PolicyState& s, const PolicyParams& p) noexcept {
-    return p.mode == Mode::Adaptive && s.hint.load(kRelaxed) == kHintNone;
-}
-
 }  // namespace
 
 void PolicyState::relearn() noexcept {
@@ -261,9 +255,7 @@ std::uint64_t SpinPolicy::budget_ns(const PolicyState& s, const PolicyParams& p,
     return spin_ns(p, wake);
 }
 
-void SpinPolicy::on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
-                         NowFn now) noexcept {
-    if (!learns(s, p)) return;
+void SpinPolicy::on_call_learning(PolicyState& s, std::uint64_t bytes, NowFn now) noexcept {
     const Phase phase = s.get_phase();
     if (phase == Phase::Fresh) {
         fresh_call(s);
@@ -340,8 +332,7 @@ bool SpinPolicy::measures(const PolicyState& s, const PolicyParams& p) noexcept 
     return learns(s, p) && measuring(s.get_phase());
 }
 
-bool SpinPolicy::count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept {
-    if (!learns(s, p)) return true;
+bool SpinPolicy::count_early_learning(PolicyState& s, NowFn now) noexcept {
     const Phase phase = s.get_phase();
     if (measuring(phase)) return false;
     if (phase == Phase::Fresh) {
@@ -407,9 +398,8 @@ bool SpinPolicy::run_delay_matters(const WaitObservation& o) noexcept {
     return o.spun && !o.spin_hit && !is_long_wait(o) && o.block_ns >= o.spin_ns;
 }
 
-void SpinPolicy::on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
-                         const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
-    if (!learns(s, p)) return;
+void SpinPolicy::on_wait_learning(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
+                                  const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
     if (s.get_phase() == Phase::Fresh) {
         if (!o.spun && !o.watched) return;
         // Watched: a spin with the budget it would have had catches the

@@ -332,7 +332,16 @@ public:
     // only when an epoch starts or ends.
     using NowFn = std::uint64_t (*)() noexcept;
     static void on_call(PolicyState& s, const PolicyParams& p, std::uint64_t bytes,
-                        NowFn now) noexcept;
+                        NowFn now) noexcept {
+        if (learns(s, p)) on_call_learning(s, bytes, now);
+    }
+    // The policy learns (and runs its experiment) for this fd: adaptive
+    // mode, and no hint. Inline, with the early outs of on_call(),
+    // count_early() and on_wait() that ask it: a fixed-mode call costs
+    // them a compare each (the spinning round trip's path).
+    static bool learns(const PolicyState& s, const PolicyParams& p) noexcept {
+        return p.mode == Mode::Adaptive && s.hint.load(std::memory_order_relaxed) == kHintNone;
+    }
     // A call about to be made without a spin, whose result the policy does
     // not need: any call outside adaptive mode, or one in an exploit phase
     // (Spin, Plain), whose epochs only count calls. Counts it now, before
@@ -341,7 +350,9 @@ public:
     // on_call() after the real call then counts it. Asks the clock only at
     // the first and last call of a Plain epoch (kDriftFactor; once where
     // the last of one epoch of a run is the next one's first).
-    static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept;
+    static bool count_early(PolicyState& s, const PolicyParams& p, NowFn now) noexcept {
+        return !learns(s, p) || count_early_learning(s, now);
+    }
     // Whether the fd is in a measuring epoch (adaptive mode, not hinted),
     // whose cost counts the calls that waited: a wait on a set that will not
     // spin still needs its first look there, to tell a wait from a ready set
@@ -375,7 +386,7 @@ public:
     // look at the run queue): in adaptive mode, unless the fd is hinted
     // (a hint says how to wait whatever the load, as fixed mode does).
     static bool needs_free_cpu(const PolicyState& s, const PolicyParams& p) noexcept {
-        return p.mode == Mode::Adaptive && s.hint.load(std::memory_order_relaxed) == kHintNone;
+        return learns(s, p);
     }
     // A wait could not spin because no CPU is free for the peer: do not
     // spin (nor look at the run queue again) on this fd for the rest of the
@@ -391,7 +402,16 @@ public:
     // A wait finished (after the real call returned). `lane` (null for the
     // waits on sets: poll, select, epoll) learns from a fresh fd's waits.
     static void on_wait(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
-                        const WaitObservation& o, FreshPrior::Lane* lane) noexcept;
+                        const WaitObservation& o, FreshPrior::Lane* lane) noexcept {
+        if (learns(s, p)) on_wait_learning(s, p, wake, o, lane);
+    }
+
+private:
+    // The bodies of on_call(), count_early() and on_wait() where learns().
+    static void on_call_learning(PolicyState& s, std::uint64_t bytes, NowFn now) noexcept;
+    static bool count_early_learning(PolicyState& s, NowFn now) noexcept;
+    static void on_wait_learning(PolicyState& s, const PolicyParams& p, WakeEstimate& wake,
+                                 const WaitObservation& o, FreshPrior::Lane* lane) noexcept;
 };
 
 // The run-queue gate: a spin that needs a free CPU for the peer

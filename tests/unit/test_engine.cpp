@@ -843,11 +843,20 @@ TEST_CASE("engine: a write's look asks FIONREAD and credits the room it finds", 
     CHECK(w.policy.room_credit.load() == first - sizeof buf);
     write_one();  // spent, not looked again
     CHECK(w.policy.room_credit.load() == first - 2 * sizeof buf);
+    // A write the credit covers spends it whatever its budget would be
+    // (here none, by the fd's hint), so the credit stays true for the
+    // writes after it: they need no look either.
+    w.policy.hint.store(kHintNever);
+    write_one();
+    w.policy.hint.store(kHintNone);
+    CHECK(w.policy.room_credit.load() == first - 3 * sizeof buf);
+    write_one();
+    CHECK(w.policy.room_credit.load() == first - 4 * sizeof buf);
     // A call that went without a look (a run of not spinning) voids the
     // credit: the next write looks at the pipe as it is now.
     bump(w.calls);
     write_one();
-    CHECK(w.policy.room_credit.load() == room_credit(2 * sizeof buf, pages, page) - sizeof buf);
+    CHECK(w.policy.room_credit.load() == room_credit(4 * sizeof buf, pages, page) - sizeof buf);
 
     // Fill the pipe (not through the engine: as another writer would, so
     // this fd's credit still stands), then a write spins its budget once
