@@ -8,6 +8,7 @@
 # first) with a 95% interval (a bootstrap over the rounds, resampled as
 # wholes, seed 1), and the median voluntary context switches (the tree's
 # placement: a parent and child on one CPU switch more often than on two).
+# The tree's standard output is thrown away (stderr is kept).
 # The matrix compares the modes of one library; this compares libraries.
 #   usage: [ROUNDS=21] tools/bench/scripts/tree_ab.sh COMMAND NAME=LIB@MODE ...
 #   e.g.   tools/bench/scripts/tree_ab.sh 'for i in $(seq 2000); do x=$(echo $i); done' \
@@ -26,9 +27,13 @@ run_arm() {  # index -> "wall_s cpu_s voluntary_switches"
   # shellcheck disable=SC2086 # the arm's variables, split on purpose
   python3 -c '
 import os, sys, time
+# The tree writes its output to /dev/null: this stdout is the samples.
+out = os.dup(1)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 t = time.perf_counter()
 pid = os.spawnvp(os.P_NOWAIT, sys.argv[1], sys.argv[1:])
 _, status, ru = os.wait4(pid, 0)
+os.dup2(out, 1)
 if status != 0:
     sys.exit("the command failed")
 print(time.perf_counter() - t, ru.ru_utime + ru.ru_stime, ru.ru_nvcsw)
