@@ -42,18 +42,9 @@ long poll0_one(int fd, short events) noexcept {
 
 // On 64-bit kernels the offset is passed as (pos_l, pos_h) and pos_h is
 // shifted out; -1 means "the current file position", as read() uses.
-long read_nowait(int fd, void* buf, std::size_t n) noexcept {
-    iovec iov{buf, n};
-    return own(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
-}
-
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept {
     iovec iov{const_cast<void*>(buf), n};
     return own(SYS_pwritev2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
-}
-
-long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
-    return own(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
 }
 
 long writev_nowait(int fd, const void* iov, int iovcnt) noexcept {

@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 // The libc functions a call of the program's may reach in the shim (and so
 // in a signal handler) are bound at load time, not lazily on first use: a
@@ -102,12 +103,14 @@ struct PollFd {
 long poll0(void* fds, unsigned long nfds) noexcept;
 // One fd: returns revents (0 when nothing is ready) or -errno.
 long poll0_one(int fd, short events) noexcept;
-// preadv2/pwritev2 at the current file position with RWF_NOWAIT.
-long read_nowait(int fd, void* buf, std::size_t n) noexcept;
+// preadv2/pwritev2 at the current file position with RWF_NOWAIT. The
+// reads are inline: a spin's look is one call (the gate's), in the frame
+// that runs the spin loop.
+inline long read_nowait(int fd, void* buf, std::size_t n) noexcept;
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept;
 // The same with an iovec array (readv): the kernel reads the array, so a
 // bad one is the call's EFAULT, not a fault here.
-long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
+inline long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
 long writev_nowait(int fd, const void* iov, int iovcnt) noexcept;
 // Zero-timeout probes of whole sets, with the caller's signal mask (8
 // bytes, or null) applied by the kernel for the probe, as the call would.
@@ -288,5 +291,14 @@ long parse_running(const char* buf, long n) noexcept;
 std::int64_t run_delay_ns() noexcept;
 // The second number in a text of schedstat's ("123 456 7") of n bytes, or -1.
 std::int64_t parse_run_delay(const char* buf, long n) noexcept;
+
+inline long read_nowait(int fd, void* buf, std::size_t n) noexcept {
+    iovec iov{buf, n};
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+}
+
+inline long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+}
 
 }  // namespace pipespin::sys
