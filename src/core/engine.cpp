@@ -164,8 +164,9 @@ struct Looker {
 // non-blocking mode and the real call must give its EAGAIN): the plan is
 // left as it was.
 template <class Step>
-[[gnu::always_inline]] inline bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params, const SignalMark& mark,
-                std::uint64_t budget, Step& look, const Fd& on, Via via, SpinEnd& end) {
+[[gnu::always_inline]] inline bool spin_on_fd(DirState& st, Plan& plan, const PolicyParams& params,
+                                              const SignalMark& mark, std::uint64_t budget,
+                                              Step& look, const Fd& on, Via via, SpinEnd& end) {
     slow_path_hooks();
     if (turned_off()) {
         time_call(plan, Plan::Timed::Pending);
