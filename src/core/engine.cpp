@@ -18,7 +18,7 @@ namespace {
 constexpr short kDone = sys::kPollHup | sys::kPollErr | sys::kPollNval;
 
 // A zero-timeout poll, or FIONREAD, on one fd.
-Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
+[[gnu::noinline]] Look probe_fd(int fd, short events, Probe probe, unsigned iteration) noexcept {
     if (probe == Probe::Fionread && events == sys::kPollIn) {
         long queued = sys::fionread(fd);
         if (queued == -EINTR) return Look::Pending;
@@ -82,7 +82,8 @@ std::uint8_t ask_pipe_pages(int fd, unsigned long page) noexcept {
 // kernel may take them in parts. Relaxed: threads that write one fd at
 // once can only make the credit wrong, which costs a write that waits
 // unspun.
-Look look_for_room(DirState& st, int fd, std::size_t n, unsigned iteration) noexcept {
+[[gnu::noinline]] Look look_for_room(DirState& st, int fd, std::size_t n,
+                                     unsigned iteration) noexcept {
     constexpr auto kRelaxed = std::memory_order_relaxed;
     PolicyState& ps = st.policy;
     const unsigned long page = sys::page_size();
@@ -140,7 +141,9 @@ struct Looker {
     DirState* room = nullptr;  // a write's
     long result = 0;
 
-    Look operator()(unsigned iteration) noexcept {
+    // Inline where it is used (the read's look is then the system call
+    // alone); a write's look and the probes are calls of their own.
+    [[gnu::always_inline]] Look operator()(unsigned iteration) noexcept {
         if (room != nullptr) return look_for_room(*room, on.fd, n, iteration);
         if (nowait) {
             long r = iov != nullptr ? sys::readv_nowait(on.fd, iov, iovcnt)

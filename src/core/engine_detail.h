@@ -184,9 +184,11 @@ inline bool non_blocking_now(int fd) noexcept {
 // `away_ns` gets how long the spin's yield lasted if it ran another task
 // (kYieldAt), else 0: a part of spent_ns this thread was off its CPU.
 template <class Step>
-SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns, std::uint64_t& spent_ns, Step&& step,
-             const Fd* on = nullptr, std::uint64_t* ended_ns = nullptr,
-             std::uint64_t* away_ns = nullptr) {
+[[gnu::always_inline]] inline SpinEnd spin(const SignalMark& mark, std::uint64_t budget_ns,
+                                           std::uint64_t& spent_ns, Step&& step,
+                                           const Fd* on = nullptr,
+                                           std::uint64_t* ended_ns = nullptr,
+                                           std::uint64_t* away_ns = nullptr) {
     const std::uint64_t start = sys::now_ns();
     const std::uint64_t deadline = start + budget_ns;
     spent_ns = 0;
