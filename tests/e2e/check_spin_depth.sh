@@ -13,14 +13,10 @@
 #   check_spin_depth.sh OBJDUMP LIB [BUILD_TYPE]
 # Skipped (77) unless the build is optimized: -O0 inlines nothing.
 set -u
-objdump=$1 lib=$2 build_type=${3:-Release}
-case $build_type in
-  Release|RelWithDebInfo|MinSizeRel) ;;
-  *) echo "SKIP: a $build_type build inlines nothing; run in a Release build" >&2
-     exit 77 ;;
-esac
-code=$("$objdump" -d --no-show-raw-insn -C "$lib") || { echo "FAIL: $objdump -d $lib" >&2; exit 1; }
-body=$(awk 'index($0, "<pipespin::continue_read(") && /:$/ {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
+. "$(dirname "$0")/machine_code.sh"
+lib=$2
+machine_code_load "$@"
+body=$(machine_code_body "pipespin::continue_read(")
 if [[ -z $body ]]; then
   echo "FAIL: no function pipespin::continue_read in $lib" >&2
   exit 1

@@ -14,21 +14,13 @@
 #   check_tailcalls.sh OBJDUMP LIB [BUILD_TYPE]
 # Skipped (77) unless the build is optimized: -O0 makes no tail calls.
 set -u
-objdump=$1 lib=$2 build_type=${3:-Release}
-case $build_type in
-  Release|RelWithDebInfo|MinSizeRel) ;;
-  *) echo "SKIP: a $build_type build is not optimized for tail calls; run in a Release build" >&2
-     exit 77 ;;
-esac
-code=$("$objdump" -d --no-show-raw-insn -C "$lib") || { echo "FAIL: $objdump -d $lib" >&2; exit 1; }
+. "$(dirname "$0")/machine_code.sh"
+lib=$2
+machine_code_load "$@"
 status=0
 for fn in read __read_chk write "(anonymous namespace)::read_tracked(" \
           "(anonymous namespace)::write_tracked("; do
-  if [[ $fn == *"("* ]]; then  # a demangled C++ name: its symbol line contains it
-    body=$(awk -v f="<$fn" 'index($0, f) && /:$/ {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
-  else
-    body=$(awk -v f="<$fn>:" '$2 == f {on = 1; next} on && NF == 0 {exit} on' <<<"$code")
-  fi
+  body=$(machine_code_body "$fn")
   if [[ -z $body ]]; then
     echo "FAIL: no function $fn in $lib" >&2
     status=1
