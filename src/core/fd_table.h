@@ -442,10 +442,10 @@ private:
     std::atomic<std::uint32_t>& process_gen() const noexcept {
         return first_block()->page[0].process_gen;
     }
+    void settle_lane(int fd, Dir d, DirState& st) noexcept;  // settle_fast() once armed
     // A lane has been armed in this process or a parent: until then no
     // call or close need read the lanes' page (a read of a page never
     // touched is a fault, in a forked child each time).
-    void settle_lane(int fd, Dir d, DirState& st) noexcept;  // settle_fast() once armed
     bool fast_armed() const noexcept {
         return first_block()->page[0].fast_armed.load(std::memory_order_relaxed) != 0;
     }

@@ -106,11 +106,16 @@ long poll0_one(int fd, short events) noexcept;
 // preadv2/pwritev2 at the current file position with RWF_NOWAIT. The
 // reads are inline: a spin's look is one call (the gate's), in the frame
 // that runs the spin loop.
-inline long read_nowait(int fd, void* buf, std::size_t n) noexcept;
+inline long read_nowait(int fd, void* buf, std::size_t n) noexcept {
+    iovec iov{buf, n};
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
+}
 long write_nowait(int fd, const void* buf, std::size_t n) noexcept;
 // The same with an iovec array (readv): the kernel reads the array, so a
 // bad one is the call's EFAULT, not a fault here.
-inline long readv_nowait(int fd, const void* iov, int iovcnt) noexcept;
+inline long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
+    return own(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
+}
 long writev_nowait(int fd, const void* iov, int iovcnt) noexcept;
 // Zero-timeout probes of whole sets, with the caller's signal mask (8
 // bytes, or null) applied by the kernel for the probe, as the call would.
@@ -291,14 +296,5 @@ long parse_running(const char* buf, long n) noexcept;
 std::int64_t run_delay_ns() noexcept;
 // The second number in a text of schedstat's ("123 456 7") of n bytes, or -1.
 std::int64_t parse_run_delay(const char* buf, long n) noexcept;
-
-inline long read_nowait(int fd, void* buf, std::size_t n) noexcept {
-    iovec iov{buf, n};
-    return own(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1, -1, -1, RWF_NOWAIT);
-}
-
-inline long readv_nowait(int fd, const void* iov, int iovcnt) noexcept {
-    return own(SYS_preadv2, fd, reinterpret_cast<long>(iov), iovcnt, -1, -1, RWF_NOWAIT);
-}
 
 }  // namespace pipespin::sys

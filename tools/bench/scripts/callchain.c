@@ -2,9 +2,9 @@
  * function frame between the program and the look's system call costs a
  * ping-pong: LOOK_FRAMES calls around each look (the preadv2 made
  * LOOK_FRAMES calls below the spin loop), LOOP_FRAMES calls around the
- * loop (the loop made LOOP_FRAMES calls below read()); 0 to 8 each. Each frame does
- * nothing but call and return; what it costs is the return after the
- * system call, which the return stack buffer no longer predicts.
+ * loop (the loop made LOOP_FRAMES calls below read()); 0 to 8 each. Each
+ * frame does nothing but call and return, so what one costs is its
+ * call and its return, once per look or once per read.
  * tools/bench/scripts/callchain.sh builds it with several counts and runs
  * them side by side. Built by the script with the system's C compiler, not
  * installed, never a product (a read that never answers spins for ever). */

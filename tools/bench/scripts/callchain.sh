@@ -3,11 +3,12 @@
 # system call costs a spinning ping-pong: the spin floor (callchain.c, the
 # floor of spinfloor.c) built with 0 and FRAMES frames around each look
 # and around the spin loop, run side by side by perf_ab.sh (perf bench
-# sched pipe, interleaved, per-round ratios to the bare floor). A frame
-# that is entered before a system call and left after it costs its return
-# a misprediction (the kernel leaves the return stack buffer holding none
-# of the caller's frames); the shim's read keeps its look two frames below
-# the program's call for that reason (src/core/engine.cpp, wait_io_inline).
+# sched pipe, interleaved, per-round ratios to the bare floor). On the
+# project's VM a frame around the loop, which the answer returns through
+# after the spin's system calls, cost about 1.5% of a round trip, and a
+# frame around each look nothing (why was not measured: no hardware
+# counters there); the shim's read runs its spin loop two frames below the
+# program's call for that reason (src/core/engine.cpp, wait_io_inline).
 #   usage: [FRAMES=4] [ROUNDS=21] [LOOPS=1000000] tools/bench/scripts/callchain.sh
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
