@@ -20,8 +20,10 @@
 // in a signal handler) are bound at load time, not lazily on first use: a
 // lazy binding in a handler would run the loader's resolver on the
 // handler's stack (kilobytes for its register save area), maybe a tiny
-// alternate stack. The rest (configuration, messages) bind lazily, so that
-// a process pays for the ones it uses.
+// alternate stack; and in a forked child whose parent never made the call,
+// each child binds it afresh (getauxval: 7 page faults a child, on the
+// loader's code and the symbol tables). The rest (configuration, messages)
+// bind lazily, so that a process pays for the ones it uses.
 extern "C" {
 int clock_gettime(clockid_t, struct timespec*) noexcept __attribute__((noplt));
 int* __errno_location() noexcept __attribute__((noplt, const));
@@ -30,6 +32,7 @@ void* memcpy(void*, const void*, std::size_t) noexcept __attribute__((noplt));
 struct dl_find_object;
 int _dl_find_object(void*, struct dl_find_object*) noexcept __attribute__((noplt));
 int __libc_current_sigrtmin() noexcept __attribute__((noplt));
+unsigned long getauxval(unsigned long) noexcept __attribute__((noplt));
 }
 
 // Memory that start-up does not touch (buffers for a config file, a
