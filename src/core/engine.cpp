@@ -275,13 +275,14 @@ bool plain_inline_on() noexcept {
     if (budget != 0) return {info.state, static_cast<std::uint32_t>(budget), gen};
     if (!settle_early(st, params)) return {info.state, 0, gen};
     // Counted: if the run of not spinning goes on, the fast lane counts
-    // the calls up to its epoch's last. The settings are asked anew (the
-    // hooks above may have applied new ones: a reload, an A/B switch),
+    // the calls up to its epoch's last. The settings are asked again (the
+    // hooks above may have applied new ones: a reload, an A/B switch)
     // after the lanes' tag, so that settings that change after this look
     // void the lane (configure() stores them before it moves the tag on).
-    const std::uint32_t tag = table().fast_tag();
     if (plain_inline_on())
         if (const std::uint32_t n = SpinPolicy::inline_run(st.policy)) {
+            const std::uint32_t tag = table().tag_to_arm(fd, dir);
+            if (!plain_inline_on()) return {};
             table().arm_fast(fd, dir, n, tag);
             if (!g_runtime.lanes_armed.load(std::memory_order_relaxed))
                 g_runtime.lanes_armed.store(true, std::memory_order_relaxed);

@@ -64,7 +64,7 @@ std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
 
 FdTable::Block* FdTable::block(int fd) const noexcept {
     if (fd < 0) return nullptr;
-    if (fd < kBlockFds) return first_in_use() ? first_block() : nullptr;
+    if (fd < kBlockFds) return used() && first_in_use() ? first_block() : nullptr;
     if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
     std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
     return dir == nullptr
@@ -75,7 +75,8 @@ FdTable::Block* FdTable::block(int fd) const noexcept {
 FdTable::Block* FdTable::block_or_map(int fd) noexcept {
     if (fd >= 0 && fd < kBlockFds) {
         Block* const first = first_block();
-        if (!first_in_use()) {
+        // Unused (used()), its first page is written before it is read.
+        if (!used() || !first_in_use()) {
             first->page[0].in_use.store(1, std::memory_order_release);
             mark_used();
         }

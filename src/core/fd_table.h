@@ -244,6 +244,18 @@ public:
     // Read it before the settings a lane is armed under: a change of
     // settings after it voids the lane.
     std::uint32_t fast_tag() const noexcept { return fast_tag_.load(std::memory_order_acquire); }
+    // fast_tag(), for an arm_fast(fd, d) that follows. In a table that never
+    // armed a lane (fast_armed()) the lanes' page may be untouched: it is
+    // first written (an atomic add of 0 to fd's lane, which changes
+    // nothing), so that the read of the tag and the arm that follows take
+    // one page fault between them, not two (a read of an untouched page
+    // maps the zero page, and the write after it faults again).
+    std::uint32_t tag_to_arm(int fd, Dir d) noexcept {
+        if (!fast_armed())
+            if (std::atomic<std::uint32_t>* lane = fast_lane(fd, d))
+                lane->fetch_add(0, std::memory_order_relaxed);
+        return fast_tag();
+    }
     // Arms fd's lane for d for the next n calls (1..kFastMax), which
     // count_fast() then counts while `tag` (fast_tag()) is current. The
     // caller settles the lane first (a lane that still had calls pending
@@ -371,10 +383,18 @@ public:
     // to a static object: it sits in the library's relocated read-only
     // data, not in the table, whose pages must stay untouched.
     static std::atomic<bool>* const used_mark;
+    // Whether the table may hold an entry (used_mark set, or nobody asks).
+    // Until then its first page is never read: a process's first read of a
+    // page it never touched maps the zero page, and the write that stores
+    // its first entry then faults again (two faults where one will do, in
+    // every process whose first read or write the shim looks at).
+    static bool used() noexcept {
+        return used_mark == nullptr || used_mark->load(std::memory_order_relaxed);
+    }
 
     // Blocks in use so far (for tests and the footprint check).
     int blocks_mapped() const noexcept {
-        return blocks_.load(std::memory_order_relaxed) + (first_in_use() ? 1 : 0);
+        return blocks_.load(std::memory_order_relaxed) + (used() && first_in_use() ? 1 : 0);
     }
 
     // A class word: the FdBits in the low half, the generation that every
@@ -485,8 +505,10 @@ inline FdInfo FdTable::lookup_known(int fd) noexcept {
     // The first block is where nearly every process's pipes are.
     if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kBlockFds)) [[unlikely]]
         return {};
-    // Not asked whether the first block is in use: an unused one reads as
-    // zero class words, unknown.
+    // A table that never stored an entry holds only unknown fds: its first
+    // page is not read (used()). Otherwise not asked whether the first block
+    // is in use: an unused one reads as zero class words, unknown.
+    if (!used()) return {};
     Block* b = first_block();
     std::atomic<std::uint64_t>& cls = b->cls(fd);
     const std::uint64_t w = cls.load(std::memory_order_acquire);
@@ -543,7 +565,7 @@ inline int FdTable::watched_pipe(std::uint64_t w, Dir* dir) const noexcept {
 
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {
-    if (first_in_use()) fn(first_block(), 0L);
+    if (used() && first_in_use()) fn(first_block(), 0L);
     for (int i = 1; i < kNearBlocks; ++i)
         if (Block* b = near_[i].load(std::memory_order_acquire))
             fn(b, static_cast<long>(i) << kBlockShift);
