@@ -174,6 +174,11 @@ long pipe_size(int fd) noexcept {
 }
 
 std::uint32_t page_size() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    // The only page size there is: no call (getauxval's first call is a
+    // page fault on libc's code in every process that writes a pipe).
+    return 4096;
+#else
     static constinit std::atomic<std::uint32_t> cached{0};
     std::uint32_t page = cached.load(std::memory_order_relaxed);
     if (page == 0) [[unlikely]] {
@@ -181,6 +186,7 @@ std::uint32_t page_size() noexcept {
         cached.store(page, std::memory_order_relaxed);
     }
     return page;
+#endif
 }
 
 long is_fifo(int fd) noexcept {

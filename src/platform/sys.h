@@ -207,8 +207,9 @@ long fionread(int fd) noexcept;
 long getfl(int fd) noexcept;
 // fcntl(F_GETPIPE_SZ): the pipe's size in bytes, or -errno.
 long pipe_size(int fd) noexcept;
-// The page size: getauxval(AT_PAGESZ), which walks the auxiliary vector
-// (about a hundred instructions; no system call), read once.
+// The page size: 4096 on x86; elsewhere getauxval(AT_PAGESZ), which walks
+// the auxiliary vector (about a hundred instructions; no system call), read
+// once.
 std::uint32_t page_size() noexcept;
 // fstat(fd) and report whether it is a FIFO; -errno on failure.
 long is_fifo(int fd) noexcept;
