@@ -356,9 +356,10 @@ void FdTable::retire(FdPage& page, StatKind kind, int dir, const Counters& c) no
 
 ProcessCounters& FdTable::process() noexcept {
     const std::uint32_t g = process_gen().load(kRelaxed);
-    if (process_.gen.load(kRelaxed) != g) [[unlikely]] {
+    std::atomic<std::uint32_t>& counted = first_block()->page[0].counters_gen;
+    if (counted.load(kRelaxed) != g) [[unlikely]] {
         process_.clear();
-        process_.gen.store(g, kRelaxed);
+        counted.store(g, kRelaxed);
     }
     return process_;
 }

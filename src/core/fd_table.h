@@ -172,6 +172,12 @@ struct FdPage {
     // shell's $(...)), each page written after a fork is a copy-on-write
     // fault, and the totals' page was one more per pipe.
     std::atomic<std::uint32_t> retired_gen;
+    // In the table's first page only: the process generation the process
+    // counters (FdTable::process()) belong to. Here, not beside them, so
+    // that a process's first count (its first spin) writes their page
+    // before anything reads it: a first read of a page never touched maps
+    // the zero page, and the write after it faults again.
+    std::atomic<std::uint32_t> counters_gen;
     IoCounters retired[kStatKinds][2];
     unsigned char pad_[kBytes - sizeof(state) - sizeof(cls) - 3 * sizeof(std::uint64_t) -
                        4 * sizeof(std::uint32_t) - sizeof(retired)];

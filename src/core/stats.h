@@ -75,7 +75,7 @@ struct IoCounters {
 // direction at the same instant may lose one increment; these are
 // statistics, and the counters the policy acts on are not affected.
 [[gnu::always_inline]] inline void bump(std::atomic<std::uint64_t>& c,
-                                       std::uint64_t by = 1) noexcept {
+                                        std::uint64_t by = 1) noexcept {
     c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
@@ -170,8 +170,6 @@ struct StatsSnapshot {
 // family.
 struct ProcessCounters {
     IoCounters c[kStatKinds][kStatDirs];
-    // The process generation these belong to (FdTable::new_process()).
-    std::atomic<std::uint32_t> gen{0};
     // Per hook family, each on its own cache line.
     struct alignas(64) ViaCounters {
         std::atomic<std::uint64_t> spins{0}, spin_hits{0};
