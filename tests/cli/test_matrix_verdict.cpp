@@ -3,6 +3,8 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "bench/matrix/verdict.h"
 
 using namespace pipespin::bench;
@@ -81,24 +83,36 @@ TEST_CASE("a ping-pong's placement is what most of its CPU samples saw") {
     REQUIRE(placement_name(Placement::Mixed) == "mixed");
 }
 
-TEST_CASE("each round starts one arm further on, and each arm has each place once") {
-    constexpr std::size_t n = 5;
-    for (std::size_t round = 0; round < n; ++round) {
-        bool seen[n] = {};
-        for (std::size_t k = 0; k < n; ++k) seen[rotated_index(round, k, n)] = true;
-        for (bool b : seen) REQUIRE(b);  // a permutation of the arms
-    }
-    // Round 0 runs the arms as listed; round 1 starts with the second.
-    REQUIRE(rotated_index(0, 0, n) == 0);
-    REQUIRE(rotated_index(1, 0, n) == 1);
-    REQUIRE(rotated_index(1, n - 1, n) == 0);
-    // Over n rounds, the arm listed first runs at each place (k) once.
-    bool first_arm_at[n] = {};
-    for (std::size_t round = 0; round < n; ++round)
+TEST_CASE(
+    "the arms' order is balanced: each arm at each place, and after each other arm, "
+    "equally often") {
+    for (std::size_t n = 1; n <= 8; ++n) {
+        const std::size_t period = order_period(n);
+        REQUIRE(period % n == 0);
+        std::vector<std::size_t> at_place(n * n, 0), after(n * n, 0);
+        for (std::size_t round = 0; round < period; ++round) {
+            std::vector<bool> seen(n, false);
+            for (std::size_t k = 0; k < n; ++k) {
+                const std::size_t arm = arm_order(round, k, n);
+                REQUIRE(arm < n);
+                seen[arm] = true;
+                ++at_place[arm * n + k];
+                if (k > 0) ++after[arm_order(round, k - 1, n) * n + arm];
+            }
+            for (bool b : seen) REQUIRE(b);  // each round a permutation of the arms
+        }
+        for (std::size_t c : at_place) REQUIRE(c == period / n);
+        // An order that only rotates runs each arm after one other only
+        // (after[a][a+1] = n - 1 of n rounds): the run before leaves the
+        // host in a state one arm would always meet.
+        for (std::size_t a = 0; a < n; ++a)
+            for (std::size_t b = 0; b < n; ++b)
+                REQUIRE(after[a * n + b] == (a == b ? 0 : period / n));
+        // The order repeats after its period.
         for (std::size_t k = 0; k < n; ++k)
-            if (rotated_index(round, k, n) == 0) first_arm_at[k] = true;
-    for (bool b : first_arm_at) REQUIRE(b);
-    REQUIRE(rotated_index(3, 2, 0) == 0);
+            REQUIRE(arm_order(period + 1, k, n) == arm_order(1, k, n));
+    }
+    REQUIRE(arm_order(3, 2, 0) == 0);
 }
 
 // ---- the checks' intervals: rounds resampled as wholes ----------------------

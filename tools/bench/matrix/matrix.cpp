@@ -3,10 +3,11 @@
 // Each case (cases.cpp) is one command line run as a child in the
 // environment of each arm (ArmEnvironments in cli/util/environment.h: the
 // same hygiene as pipespin pingpong), and measured from outside (run.cpp).
-// Arms run interleaved within a round, each round starting one arm further
-// on (rotated_index), rounds one after another, so that a noisy neighbour,
-// and whatever the run before leaves behind, hits every arm alike; only
-// medians are compared (report.cpp).
+// Arms run interleaved within a round, in a balanced order (arm_order():
+// each arm at each place, and after each other arm, equally often), rounds
+// one after another, so that a noisy neighbour, and whatever the run
+// before leaves behind, hits every arm alike; only medians are compared
+// (report.cpp).
 //
 // A case whose pipe traffic can be done within one thread (the ping-pongs,
 // dd | cat) also runs that floor once per round, after its arms (worker
@@ -175,7 +176,7 @@ int run_matrix(const MatrixArgs& a, Args words) {
     for (std::uint64_t round = 0; round < a.rounds; ++round) {
         for (CaseRun& run : rep.runs) {
             for (std::size_t k = 0; k < rep.arms.size(); ++k) {
-                const std::size_t i = rep.arms[rotated_index(round, k, rep.arms.size())];
+                const std::size_t i = rep.arms[arm_order(round, k, rep.arms.size())];
                 const Sample s = run_once(run, kArms[i], envs.of(kArms[i]));
                 run.arms[i].samples.push_back(s);
                 ++rep.run_count;

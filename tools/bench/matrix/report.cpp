@@ -71,9 +71,10 @@ std::string header(const Report& rep) {
                           *rep.empty_library);
     md += fmt::format(
         "- {} round(s){}, each running every case in the arms {} (`PIPESPIN_MODE` for the "
-        "shim's), in that order rotated by one arm each round (round 2 starts with the "
-        "second); figures are medians\n",
-        a.rounds, a.quick ? " with --quick (scaled-down) parameters" : "", arm_names(rep));
+        "shim's), in a balanced order (over {} rounds each arm runs at each place, and "
+        "after each other arm, equally often); figures are medians\n",
+        a.rounds, a.quick ? " with --quick (scaled-down) parameters" : "", arm_names(rep),
+        order_period(rep.arms.size()));
     md +=
         "- wall ratio = no-shim wall / arm wall (above 1: faster); CPU ratio = arm CPU / "
         "no-shim CPU (above 1: more CPU). CPU is user + system of the command and every "

@@ -30,12 +30,30 @@ constexpr std::optional<double> speedup_bound(double no_shim_wall_us, std::uint6
     return no_shim_wall_us / static_cast<double>(ops) / floor_us_per_op;
 }
 
-// The place, within round `round` (from 0), of the arm listed at `index`
-// of `count`: each round starts one arm further on, so that no arm always
-// runs first (after the previous case's last arm) or last; over `count`
-// rounds each arm has each place once.
-constexpr std::size_t rotated_index(std::size_t round, std::size_t index, std::size_t count) {
-    return count == 0 ? 0 : (index + round) % count;
+// The rounds after which the arms' order (arm_order()) repeats: `count`
+// for an even count, twice it for an odd one.
+constexpr std::size_t order_period(std::size_t count) {
+    return count % 2 == 0 ? count : 2 * count;
+}
+
+// The arm (its index in the list of `count`) that runs at place `place` in
+// round `round` (from 0). A balanced order (a Williams design): over
+// order_period(count) rounds each arm runs at each place equally often,
+// and after each other arm equally often. A run can leave the host in a
+// state that the next run meets: after a run that spun on both CPUs, a
+// shell loop's forks were spread over the two CPUs in 16 of 16 runs, 0.78
+// s against 0.68 when they stayed on one (bash's $(...) x 2000, fixed then
+// adaptive then off and fixed then off then adaptive, 8 times each). An
+// order that only rotates keeps each arm's predecessor: in the matrix,
+// adaptive always ran after fixed. Row 0 is 0, 1, n-1, 2, n-2, ...; row r
+// adds r (mod n); for an odd count, rows n to 2n-1 are rows 0 to n-1
+// backwards.
+constexpr std::size_t arm_order(std::size_t round, std::size_t place, std::size_t count) {
+    if (count == 0) return 0;
+    const std::size_t row = round % order_period(count);
+    const std::size_t j = row < count ? place : count - 1 - place;
+    const std::size_t first = j % 2 == 1 ? (j + 1) / 2 : (count - j / 2) % count;
+    return (first + row % count) % count;
 }
 
 enum class Verdict { NotRun, Pass, Fail, Unreachable };

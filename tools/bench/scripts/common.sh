@@ -22,15 +22,32 @@ bench_built() {
   echo "$f"
 }
 
-# ROUNDS rounds of N arms, interleaved, each round starting one arm further
-# on: for each run, "i OUTPUT" where OUTPUT is what `FN i` printed; a run
-# that fails stops it (and, under set -e, the script).
+# The arm that runs at place K of round R (from 0) among N arms: a balanced
+# order (a Williams design, as the matrix's arm_order(),
+# tools/bench/matrix/verdict.h): over N rounds (2N for an odd N) each arm
+# runs at each place, and after each other arm, equally often. A run can
+# leave the host in a state the next run meets (after one that spun on
+# both CPUs, a shell loop's forks were spread over the two CPUs in 16 of
+# 16 runs); an order that only rotates keeps each arm's predecessor.
+#   bench_order R K N
+bench_order() {
+  local r=$1 k=$2 n=$3 period row j first
+  period=$((n % 2 == 0 ? n : 2 * n))
+  row=$((r % period))
+  j=$((row < n ? k : n - 1 - k))
+  if ((j % 2 == 1)); then first=$(((j + 1) / 2)); else first=$(((n - j / 2) % n)); fi
+  echo $(((first + row % n) % n))
+}
+
+# ROUNDS rounds of N arms, interleaved in a balanced order (bench_order):
+# for each run, "i OUTPUT" where OUTPUT is what `FN i` printed; a run that
+# fails stops it (and, under set -e, the script).
 #   bench_interleave ROUNDS N FN
 bench_interleave() {
   local rounds=$1 n=$2 fn=$3 r k i out
   for ((r = 0; r < rounds; r++)); do
     for ((k = 0; k < n; k++)); do
-      i=$(((k + r) % n))
+      i=$(bench_order "$r" "$k" "$n")
       out=$("$fn" "$i") || return 1
       echo "$i $out"
     done

@@ -5,8 +5,8 @@
 # (tools/bench/scripts/minshim.c: a tail call to libc's read/write), and pipespin in
 # modes off and adaptive; with OTHER_BUILD set to another build directory,
 # that build's library too, in adaptive mode or OTHER_MODE (to compare two
-# versions of the shim in one run). Each round runs every arm once, interleaved, starting
-# one arm further on each round; medians of wall and CPU (user+sys of the
+# versions of the shim in one run). Each round runs every arm once,
+# interleaved in a balanced order (common.sh, bench_order); medians of wall and CPU (user+sys of the
 # command and its children), ratios to no shim, and a 95% bootstrap
 # interval of the wall ratio are printed as a Markdown table.
 #   usage: [OTHER_BUILD=DIR [OTHER_MODE=off|fixed|adaptive]] tools/bench/scripts/interpose.sh [BUILD_DIR] [ROUNDS] [-- CMD ARGS...]
@@ -48,7 +48,7 @@ run_arm() {  # index -> "wall_s cpu_s"
 }
 bench_interleave "$rounds" ${#arms[@]} run_arm > "$work/samples"
 
-echo "Command: \`${cmd[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on); library $lib${other_lib:+, other build $other_lib}"
+echo "Command: \`${cmd[*]}\`, $rounds rounds, arms interleaved (in a balanced order: common.sh, bench_order); library $lib${other_lib:+, other build $other_lib}"
 echo
 python3 - "$work/samples" "${arms[@]}" <<'PY'
 import random, statistics as st, sys

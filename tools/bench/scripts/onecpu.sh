@@ -2,8 +2,8 @@
 # Both ends of a ping-pong on one CPU, where the shim believes it has two
 # (tools/bench/scripts/onecpu.c: the processes pin themselves after start), in
 # several arms side by side: each arm a library and a mode (NAME=LIB@MODE;
-# LIB "none" for no preload), run once per round, interleaved, each round
-# starting one arm further on. Per arm: the median µs per round trip with its
+# LIB "none" for no preload), run once per round, interleaved in a balanced
+# order (common.sh, bench_order). Per arm: the median µs per round trip with its
 # quartiles and maximum, the ratio of the first arm's median to it, and, from
 # the shim's statistics (PIPESPIN_STATS), the median spins per run and the
 # median ms spent spinning, over both processes. STATS=0 leaves the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perf bench sched pipe in several arms, side by side: each arm a library
 # and a mode (NAME=LIB@MODE; LIB "none" for no preload), run once per round,
-# interleaved, each round starting one arm further on. Per arm: the median
+# interleaved, in a balanced order (common.sh, bench_order). Per arm: the median
 # of perf's own usecs/op with its quartiles and maximum (a ping-pong's time
 # here is bimodal: both ends on one CPU or one each), the median voluntary
 # context switches of the run (/usr/bin/time: perf and its two workers), and
@@ -43,7 +43,7 @@ run_arm() {  # index -> "usecs_per_op voluntary_switches"
 }
 bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
-echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
+echo "\`perf bench sched pipe -l $loops ${extra[*]}\`, $rounds rounds, arms interleaved (in a balanced order: common.sh, bench_order)"
 echo
 python3 - "$work/samples" "$loops" "$(dirname "$0")" "${names[@]}" <<'PY'
 import statistics as st, sys

@@ -7,7 +7,7 @@
 # library and a mode (NAME=LIB@MODE; LIB "none" for no preload); the
 # default arms are no shim, the empty preload (a one-symbol library the
 # build makes), mode off and adaptive. Every round runs every case in every
-# arm, interleaved (each round starts one arm further on). Per case: the
+# arm, interleaved (in a balanced order: common.sh, bench_order). Per case: the
 # no-shim median wall time, each arm's wall ratio (no shim / arm: below 1
 # is slower) with a 95% bootstrap interval over whole rounds, and its CPU
 # ratio (arm / no shim: user+sys of the command and its children).
@@ -102,12 +102,21 @@ def run(cmd, env):
         sys.exit(f"{cmd}: exit {r.returncode}: {r.stderr.decode(errors='replace')[-500:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
+def arm_order(r, k, n):
+    """The arm at place k of round r: a balanced order (common.sh, bench_order)."""
+    period = n if n % 2 == 0 else 2 * n
+    row = r % period
+    j = k if row < n else n - 1 - k
+    first = (j + 1) // 2 if j % 2 == 1 else (n - j // 2) % n
+    return (first + row % n) % n
+
+
 wall = {(c[0], a[0]): [] for c in cases for a in arms}
 cpu = {(c[0], a[0]): [] for c in cases for a in arms}
 for r in range(rounds):
     for cid, cmd, _ in cases:
         for k in range(len(arms)):
-            name, env = arms[(k + r) % len(arms)]
+            name, env = arms[arm_order(r, k, len(arms))]
             w, c = run(cmd, env)
             wall[(cid, name)].append(w)
             cpu[(cid, name)].append(c)
@@ -122,7 +131,7 @@ def interval(base, arm):  # no shim / arm over resampled rounds (paired), 95%
     rs.sort()
     return rs[50], rs[1949]
 
-print(f"{rounds} rounds, every case in every arm, interleaved (each round starts one arm further on).")
+print(f"{rounds} rounds, every case in every arm, interleaved (in a balanced order: common.sh, bench_order).")
 print("Wall ratio: no shim's median / the arm's (below 1: slower), 95% bootstrap interval over rounds;")
 print("CPU ratio: the arm's median user+sys / no shim's.")
 print()

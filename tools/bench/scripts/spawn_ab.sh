@@ -2,8 +2,8 @@
 # What a process start costs with each of several preloaded libraries, side
 # by side: `pipespin-bench worker spawn N` (posix_spawn + wait of /bin/true,
 # µs per process) without a preload and with each LIB (PIPESPIN_MODE=off,
-# or MODE; LIB@MODE sets that arm's own), interleaved round after round, each round starting one arm further on (as
-# pipespin-bench matrix does). Prints per arm the median, what it adds to no shim,
+# or MODE; LIB@MODE sets that arm's own), interleaved round after round in a balanced order (common.sh,
+# bench_order; as pipespin-bench matrix does). Prints per arm the median, what it adds to no shim,
 # and the range. LOOP="fork 5000" times `worker fork 5000` instead
 # (fork + _exit + wait, µs per fork: what a forked child costs).
 #   usage: [LOOP="spawn|fork N"] [MODE=off|fixed|adaptive] tools/bench/scripts/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB[@MODE] ...
@@ -24,7 +24,7 @@ trap 'rm -f "$samples"' EXIT
 arms=(none "$@")
 for r in $(seq 0 $((rounds - 1))); do
   for k in "${!arms[@]}"; do
-    v=${arms[$(((k + r) % ${#arms[@]}))]}
+    v=${arms[$(bench_order "$r" "$k" "${#arms[@]}")]}
     if [ "$v" = none ]; then
       echo "none $("$bench" worker "${loop[@]}" | tail -1)" >>"$samples"
     else

@@ -49,12 +49,21 @@ def instructions(k, env):
                 return int(line.split()[1])
     return 0
 
+def arm_order(r, k, n):
+    """The arm at place k of round r: a balanced order (common.sh, bench_order)."""
+    period = n if n % 2 == 0 else 2 * n
+    row = r % period
+    j = k if row < n else n - 1 - k
+    first = (j + 1) // 2 if j % 2 == 1 else (n - j // 2) % n
+    return (first + row % n) % n
+
+
 counts = [instructions(k, env) for k, (_, env) in enumerate(arms)]
 wall = {name: [] for name, _ in arms}
 faults = {name: [] for name, _ in arms}
 for r in range(rounds):
     for k in range(len(arms)):
-        name, env = arms[(k + r) % len(arms)]  # each round starts one arm further on
+        name, env = arms[arm_order(r, k, len(arms))]
         f0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
         t0 = time.perf_counter()
         for _ in range(spawns):

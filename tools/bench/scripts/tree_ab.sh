@@ -2,7 +2,7 @@
 # A shell command (a process tree: a loop of $(...), a make, a pipeline) in
 # several arms, side by side: each arm a library and a mode (NAME=LIB@MODE;
 # LIB "none" for no preload), run once per round with bash -c, interleaved,
-# each round starting one arm further on. Per arm: the median wall time and
+# in a balanced order (common.sh, bench_order). Per arm: the median wall time and
 # the CPU time of the whole tree (user + system, from wait4), each as a
 # ratio to the first arm's (wall: first / arm, below 1 is slower; CPU: arm /
 # first) with a 95% interval (a bootstrap over the rounds, resampled as
@@ -41,7 +41,7 @@ print(time.perf_counter() - t, ru.ru_utime + ru.ru_stime, ru.ru_nvcsw)
 }
 bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
-echo "\`bash -c '$cmd'\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
+echo "\`bash -c '$cmd'\`, $rounds rounds, arms interleaved (in a balanced order: common.sh, bench_order)"
 echo
 python3 - "$(dirname "$0")" "$work/samples" "${names[@]}" <<'PY'
 import statistics as st, sys

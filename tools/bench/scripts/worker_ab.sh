@@ -3,7 +3,7 @@
 # sparse, wakeup-same, wakeup-spread, wakeup-free; tools/bench/worker.cpp)
 # in several arms, side by side: each arm a library and a mode
 # (NAME=LIB@MODE; LIB "none" for no preload), run once per round,
-# interleaved, each round starting one arm further on. What a worker prints
+# interleaved, in a balanced order (common.sh, bench_order). What a worker prints
 # is the reader's CPU (sparse) or run time (wakeup-*) over its READS reads,
 # in µs. Per arm: the median with its quartiles, the ratio of the medians
 # to the first arm's and the difference per read, each with a 95% interval
@@ -29,7 +29,7 @@ run_arm() {  # index -> the worker's figure
 }
 bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
-echo "\`pipespin-bench worker $case_ $reads\`, $rounds rounds, arms interleaved (each round starts one arm further on)"
+echo "\`pipespin-bench worker $case_ $reads\`, $rounds rounds, arms interleaved (in a balanced order: common.sh, bench_order)"
 echo
 python3 - "$(dirname "$0")" "$work/samples" "$reads" "${names[@]}" <<'PY'
 import statistics as st, sys
