@@ -39,6 +39,19 @@ bench_order() {
   echo $(((first + row % n) % n))
 }
 
+# The whole order of ROUNDS rounds of N arms (bench_order), one line a
+# round of the arms' indexes in the order they run: for the scripts that
+# run their rounds in Python (BENCH_SCHEDULE).
+#   bench_schedule ROUNDS N
+bench_schedule() {
+  local rounds=$1 n=$2 r k line
+  for ((r = 0; r < rounds; r++)); do
+    line=
+    for ((k = 0; k < n; k++)); do line+="$(bench_order "$r" "$k" "$n") "; done
+    echo "$line"
+  done
+}
+
 # ROUNDS rounds of N arms, interleaved in a balanced order (bench_order):
 # for each run, "i OUTPUT" where OUTPUT is what `FN i` printed; a run that
 # fails stops it (and, under set -e, the script).

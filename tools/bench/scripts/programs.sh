@@ -30,6 +30,7 @@ specs=("$@")
 [ ${#specs[@]} -gt 0 ] || specs=("no shim=none" "empty preload=$empty@" "off=$lib@off" "adaptive=$lib@adaptive")
 bench_clean_env
 bench_scratch
+BENCH_SCHEDULE=$(bench_schedule "${ROUNDS:-11}" ${#specs[@]}) \
 python3 - "$work" "${ROUNDS:-11}" "${CASES:-}" "$repo" "${specs[@]}" <<'PY'
 import os, random, resource, statistics as st, subprocess, sys, time
 
@@ -102,21 +103,14 @@ def run(cmd, env):
         sys.exit(f"{cmd}: exit {r.returncode}: {r.stderr.decode(errors='replace')[-500:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-def arm_order(r, k, n):
-    """The arm at place k of round r: a balanced order (common.sh, bench_order)."""
-    period = n if n % 2 == 0 else 2 * n
-    row = r % period
-    j = k if row < n else n - 1 - k
-    first = (j + 1) // 2 if j % 2 == 1 else (n - j // 2) % n
-    return (first + row % n) % n
-
-
 wall = {(c[0], a[0]): [] for c in cases for a in arms}
 cpu = {(c[0], a[0]): [] for c in cases for a in arms}
+# The arms' order in each round (common.sh, bench_schedule).
+order = [[int(i) for i in line.split()] for line in os.environ["BENCH_SCHEDULE"].splitlines()]
 for r in range(rounds):
     for cid, cmd, _ in cases:
         for k in range(len(arms)):
-            name, env = arms[arm_order(r, k, len(arms))]
+            name, env = arms[order[r][k]]
             w, c = run(cmd, env)
             wall[(cid, name)].append(w)
             cpu[(cid, name)].append(c)

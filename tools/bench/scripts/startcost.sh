@@ -19,6 +19,7 @@ set -euo pipefail
 command -v valgrind >/dev/null || { echo "startcost.sh needs valgrind (callgrind)" >&2; exit 1; }
 bench_clean_env
 bench_scratch
+BENCH_SCHEDULE=$(bench_schedule "${ROUNDS:-41}" $(($# + 1))) \
 python3 - "$work" "${SPAWNS:-200}" "${ROUNDS:-41}" "${MODE:-off}" "$@" <<'PY'
 import glob, os, resource, statistics, subprocess, sys, time
 
@@ -49,21 +50,14 @@ def instructions(k, env):
                 return int(line.split()[1])
     return 0
 
-def arm_order(r, k, n):
-    """The arm at place k of round r: a balanced order (common.sh, bench_order)."""
-    period = n if n % 2 == 0 else 2 * n
-    row = r % period
-    j = k if row < n else n - 1 - k
-    first = (j + 1) // 2 if j % 2 == 1 else (n - j // 2) % n
-    return (first + row % n) % n
-
-
 counts = [instructions(k, env) for k, (_, env) in enumerate(arms)]
 wall = {name: [] for name, _ in arms}
 faults = {name: [] for name, _ in arms}
+# The arms' order in each round (common.sh, bench_schedule).
+order = [[int(i) for i in line.split()] for line in os.environ["BENCH_SCHEDULE"].splitlines()]
 for r in range(rounds):
     for k in range(len(arms)):
-        name, env = arms[arm_order(r, k, len(arms))]
+        name, env = arms[order[r][k]]
         f0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
         t0 = time.perf_counter()
         for _ in range(spawns):
