@@ -64,7 +64,7 @@ std::atomic<FdTable::Block*>* FdTable::block_ref(int fd, bool create) noexcept {
 
 FdTable::Block* FdTable::block(int fd) const noexcept {
     if (fd < 0) return nullptr;
-    if (fd < kBlockFds) return used() && first_in_use() ? first_block() : nullptr;
+    if (fd < kBlockFds) return first_in_use() ? first_block() : nullptr;
     if (fd < (1 << kNearShift)) return near_[fd >> kBlockShift].load(std::memory_order_acquire);
     std::atomic<Block*>* dir = far_[fd >> kNearShift].load(std::memory_order_acquire);
     return dir == nullptr
@@ -111,7 +111,9 @@ FdState* FdTable::live(Block& b, int fd) noexcept {
 }
 
 FdInfo FdTable::lookup_slow(int fd, Classifier classify, unsigned looks) noexcept {
-    Block* b = block(fd);
+    // An unused table's first block is not read (used()): it is mapped,
+    // and its page written first, below.
+    Block* b = fd < kBlockFds && !used() ? nullptr : block(fd);
     if (b == nullptr) {
         if (classify == nullptr || fd < 0) return {};
         b = block_or_map(fd);

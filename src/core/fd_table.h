@@ -380,7 +380,7 @@ public:
     // one word; every counter of the parent then reads as zero.
     void new_process() noexcept;
 
-    // Set (once) when a table first stores an entry; null: nobody asks. The
+    // Set (once) when a table first stores an entry. Never null: the
     // engine points it at a flag of its Runtime, on a page every process
     // touches anyway, so that a close or dup in a process whose table has
     // never held anything reads nothing of the table (io_table_kept(): a
@@ -389,18 +389,17 @@ public:
     // to a static object: it sits in the library's relocated read-only
     // data, not in the table, whose pages must stay untouched.
     static std::atomic<bool>* const used_mark;
-    // Whether the table may hold an entry (used_mark set, or nobody asks).
-    // Until then its first page is never read: a process's first read of a
-    // page it never touched maps the zero page, and the write that stores
-    // its first entry then faults again (two faults where one will do, in
-    // every process whose first read or write the shim looks at).
-    static bool used() noexcept {
-        return used_mark == nullptr || used_mark->load(std::memory_order_relaxed);
-    }
+    // Whether the table may hold an entry (used_mark set). Until then its
+    // first page is not read (lookup_known(), lookup_slow()): a process's
+    // first read of a page it never touched maps the zero page, and the
+    // write that stores its first entry then faults again (two faults where
+    // one will do, in every process whose first read or write the shim
+    // looks at).
+    static bool used() noexcept { return used_mark->load(std::memory_order_relaxed); }
 
     // Blocks in use so far (for tests and the footprint check).
     int blocks_mapped() const noexcept {
-        return blocks_.load(std::memory_order_relaxed) + (used() && first_in_use() ? 1 : 0);
+        return blocks_.load(std::memory_order_relaxed) + (first_in_use() ? 1 : 0);
     }
 
     // A class word: the FdBits in the low half, the generation that every
@@ -417,7 +416,7 @@ private:
     Block* block(int fd) const noexcept;
     Block* block_or_map(int fd) noexcept;
     static void mark_used() noexcept {
-        if (used_mark != nullptr && !used_mark->load(std::memory_order_relaxed))
+        if (!used_mark->load(std::memory_order_relaxed))
             used_mark->store(true, std::memory_order_release);
     }
     std::atomic<Block*>* block_ref(int fd, bool create) noexcept;
@@ -571,7 +570,7 @@ inline int FdTable::watched_pipe(std::uint64_t w, Dir* dir) const noexcept {
 
 template <class Fn>
 void FdTable::for_each_block(Fn&& fn) const noexcept {
-    if (used() && first_in_use()) fn(first_block(), 0L);
+    if (first_in_use()) fn(first_block(), 0L);
     for (int i = 1; i < kNearBlocks; ++i)
         if (Block* b = near_[i].load(std::memory_order_acquire))
             fn(b, static_cast<long>(i) << kBlockShift);
