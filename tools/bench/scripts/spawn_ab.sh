@@ -2,10 +2,11 @@
 # What a process start costs with each of several preloaded libraries, side
 # by side: `pipespin-bench worker spawn N` (posix_spawn + wait of /bin/true,
 # µs per process) without a preload and with each LIB (PIPESPIN_MODE=off,
-# or MODE; LIB@MODE sets that arm's own), interleaved round after round in a balanced order (common.sh,
-# bench_order; as pipespin-bench matrix does). Prints per arm the median, what it adds to no shim,
-# and the range. LOOP="fork 5000" times `worker fork 5000` instead
-# (fork + _exit + wait, µs per fork: what a forked child costs).
+# or MODE; LIB@MODE sets that arm's own), interleaved round after round
+# in a balanced order (common.sh, bench_order; as pipespin-bench matrix
+# does). Prints per arm the median, what it adds to no shim, and the
+# range. LOOP="fork 5000" times `worker fork 5000` instead (fork + _exit
+# + wait, µs per fork: what a forked child costs).
 #   usage: [LOOP="spawn|fork N"] [MODE=off|fixed|adaptive] tools/bench/scripts/spawn_ab.sh BUILD_DIR ROUNDS NAME=LIB[@MODE] ...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
