@@ -155,7 +155,7 @@ struct Runtime {
     std::atomic<StatsTick> stats_tick{nullptr};   // null: no interval lines, no switches
     std::atomic<std::uint64_t> stats_next_ns{0};  // its deadline (coarse monotonic ns)
     std::atomic<std::uint32_t> reload_ms{kDefaults.reload_ms};  // 0: no re-checks
-    std::atomic<std::uint64_t> reload_next_ns{0};               // 0: at the first chance
+    std::atomic<std::uint64_t> reload_next_ns{0};               // 0: a period from the first chance
     std::atomic<ReloadHook> reload_hook{nullptr};
     std::atomic<SpinHook> spin_hook{nullptr};
 

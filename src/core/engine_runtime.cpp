@@ -119,9 +119,9 @@ void configure(const Options& o, int usable_cpus) noexcept {
     update(g_runtime.classify_looks, counted ? 1u : Runtime::kLazyLooks);
     const bool inert = o.mode() == Mode::Off && o.stats.empty() && o.log() < LogLevel::Info;
     update(g_runtime.inert, inert);
-    // A changed period starts counting now; the first check of all comes at
-    // the first chance (reload_next_ns 0), since the file may have changed
-    // since it was read.
+    // A changed period starts counting now; the first period of all starts
+    // at the first chance (reload_next_ns 0, maybe_reload()): a clock read
+    // here would be a page fault in every process, most of which never wait.
     if (update(g_runtime.reload_ms, o.reload_ms))
         g_runtime.reload_next_ns.store(sys::coarse_ns() + std::uint64_t{o.reload_ms} * 1'000'000u,
                                        std::memory_order_relaxed);

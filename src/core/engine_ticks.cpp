@@ -11,7 +11,10 @@ namespace engine {
 
 // The live re-check, at most every reload_ms per process: one thread wins
 // the slot, the others go on at once. A coarse clock (a few ns, no syscall)
-// is enough for a period in milliseconds.
+// is enough for a period in milliseconds. The first chance only starts the
+// period: the file was read at start-up, and looking again at once cost
+// every process that waits (and every forked child of one that had not
+// waited yet) a stat, two signal-mask calls and two pages written.
 void maybe_reload() noexcept {
     const ReloadHook hook = g_runtime.reload_hook.load(std::memory_order_acquire);
     if (hook == nullptr) return;
@@ -22,6 +25,7 @@ void maybe_reload() noexcept {
     if (now < next || !g_runtime.reload_next_ns.compare_exchange_strong(
                           next, now + period_ms * 1'000'000u, std::memory_order_relaxed))
         return;
+    if (next == 0) return;
     const int saved_errno = errno;
     hook();
     sys::restore_errno(saved_errno);

@@ -275,14 +275,16 @@ void count_reload() noexcept {
 }
 
 // Registers the counting hook. The period is an hour; a test makes it pass
-// by moving the next check to "now", so nothing depends on the clock.
+// by moving the next check to the clock's first tick (0 means no period has
+// started), so nothing depends on the clock.
 struct ReloadFixture {
     explicit ReloadFixture() {
         g_reload_calls = 0;
         set_reload_hook(count_reload);
     }
     ~ReloadFixture() { set_reload_hook(nullptr); }
-    static void let_period_pass() { runtime().reload_next_ns.store(0); }
+    static void let_period_pass() { runtime().reload_next_ns.store(1); }
+    static void start_afresh() { runtime().reload_next_ns.store(0); }
 };
 
 Options with_reload(Options o = {}) {
@@ -303,6 +305,22 @@ TEST_CASE("engine: the reload check runs on a wait that would block, rate-limite
     plan = before_read(p.fds[0], &c, 1);
     CHECK(g_reload_calls == 1);
     plan = before_read(p.fds[0], &c, 1);  // the next period has not passed
+    CHECK(g_reload_calls == 1);
+}
+
+TEST_CASE("engine: a process's first chance starts the period without a check",
+          "[engine][reload]") {
+    // The file was read at start-up: the first wait of a process (or of a
+    // forked child of one that never waited) looks at it a period later.
+    ReloadFixture r;
+    PipeFixture p(Mode::Fixed, 1, with_reload());
+    ReloadFixture::start_afresh();
+    char c;
+    Plan plan = before_read(p.fds[0], &c, 1);
+    CHECK(g_reload_calls == 0);
+    CHECK(runtime().reload_next_ns.load() > 1);
+    ReloadFixture::let_period_pass();
+    plan = before_read(p.fds[0], &c, 1);
     CHECK(g_reload_calls == 1);
 }
 
