@@ -27,10 +27,15 @@ std::uint64_t epoch_cost(std::uint64_t elapsed_ns, std::uint64_t bytes) noexcept
     return elapsed_ns * 1024 / std::max<std::uint64_t>(bytes, 1);
 }
 
+// PolicyState::plain_call_ns while a run of not spinning has no base for
+// its drift check yet (kDriftFactor): its first epoch, timed, sets it
+// (count_early_learning()). Measured values saturate below it.
+constexpr std::uint32_t kBasePending = UINT32_MAX;
+
 // Wall time per call over an epoch, saturating.
 std::uint32_t per_call_ns(std::uint64_t elapsed_ns, std::uint32_t calls) noexcept {
     return static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(elapsed_ns / std::max<std::uint32_t>(calls, 1), UINT32_MAX));
+        std::min<std::uint64_t>(elapsed_ns / std::max<std::uint32_t>(calls, 1), kBasePending - 1));
 }
 
 // Both experiments are in: exploit the winner. Spinning must win by a
@@ -145,9 +150,22 @@ bool is_long_wait(const WaitObservation& o, std::uint64_t allowance_ns = 0) noex
 // not spinning wins at once (on_wait() says why), and what a call costs not
 // spinning is about this wait (the drift check's base, kDriftFactor).
 void lost_to_slow_peer(PolicyState& s, const WaitObservation& o) noexcept {
-    s.plain_call_ns.store(
-        static_cast<std::uint32_t>(std::min<std::uint64_t>(o.spin_ns + o.block_ns, UINT32_MAX)),
-        kRelaxed);
+    s.plain_call_ns.store(static_cast<std::uint32_t>(
+                              std::min<std::uint64_t>(o.spin_ns + o.block_ns, kBasePending - 1)),
+                          kRelaxed);
+    next_epoch_from_scratch(s);
+    decide(s, false);
+}
+
+// A TrySpin epoch caught nothing, and its spins kept a peer on this CPU
+// from running (kCloseMissLimit close misses): not spinning wins at once.
+// The rest of the epoch would not spin, so it and a TryPlain epoch after it
+// would only measure not spinning twice, each call on the engine's full
+// path (a co-located ping-pong paid 128 such calls a side per measuring
+// pair, 0.3 µs a round trip over them). The drift check's base, what a
+// call costs not spinning here, is the run's first epoch (kBasePending).
+void lost_to_peer_on_this_cpu(PolicyState& s) noexcept {
+    s.plain_call_ns.store(kBasePending, kRelaxed);
     next_epoch_from_scratch(s);
     decide(s, false);
 }
@@ -353,8 +371,12 @@ bool SpinPolicy::count_early_learning(PolicyState& s, NowFn now) noexcept {
     // that epoch measures.
     s.epoch_calls.store(0, kRelaxed);
     const std::uint64_t t = timed ? now() : 0;
-    if (timed && per_call_ns(t - s.epoch_start_ns.load(kRelaxed), calls - 1) >
-                     kDriftFactor * s.plain_call_ns.load(kRelaxed)) {
+    const std::uint32_t per_call =
+        timed ? per_call_ns(t - s.epoch_start_ns.load(kRelaxed), calls - 1) : 0;
+    const std::uint32_t base = s.plain_call_ns.load(kRelaxed);
+    if (timed && base == kBasePending) {
+        s.plain_call_ns.store(per_call, kRelaxed);  // the run's first epoch: the base
+    } else if (timed && per_call > kDriftFactor * base) {
         // The decision is stale: measure again, both ways in full (the old
         // plain cost must not end the TrySpin epoch early).
         s.cost_plain.store(0, kRelaxed);
@@ -471,10 +493,10 @@ void SpinPolicy::on_wait_learning(PolicyState& s, const PolicyParams& p, WakeEst
             // calls, for a verdict known here). Not spinning wins at once,
             // as a TrySpin epoch without waits does, a repeat when it won
             // before; what a call costs not spinning is about this wait
-            // (the drift check's base, kDriftFactor). Close misses (a peer
-            // on this CPU) measure on: the TryPlain epoch's cost is the
-            // base that tells when the pair is spread again.
+            // (the drift check's base, kDriftFactor).
             lost_to_slow_peer(s, o);
+        } else if (close_miss_limit && s.get_phase() == Phase::TrySpin) {
+            lost_to_peer_on_this_cpu(s);  // the same, for a peer on this CPU
         } else if (n >= kLongWaitLimit && s.get_phase() == Phase::Spin) {
             // Measure again, now: a run of not spinning would last at
             // least kExploitMin epochs whatever the pair costs now. Two

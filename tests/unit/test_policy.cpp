@@ -677,6 +677,12 @@ void check_spins_for_a_peer_on_this_cpu(Sim& sim) {
     const std::uint64_t spun = sim.run(epochs * SpinPolicy::kEpochCalls, peer);
     CAPTURE(spun);
     CHECK(spun <= (epochs / SpinPolicy::kExploitMax + 6) * SpinPolicy::kCloseMissLimit);
+    // Each measuring pair ends with its TrySpin epoch's close misses: the
+    // rest of that epoch and a TryPlain epoch would only measure not
+    // spinning, each call on the engine's full path.
+    const std::uint64_t pairs = (first + spun) / SpinPolicy::kCloseMissLimit;
+    CAPTURE(pairs, sim.measuring);
+    CHECK(sim.measuring <= pairs * (SpinPolicy::kCloseMissLimit + 1));
 }
 
 }  // namespace
