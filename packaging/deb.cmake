@@ -41,12 +41,15 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # wants it at /usr/share/doc/<package>/copyright, mode 0644.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/deb/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR}
   PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
-# A native package's changelog is /usr/share/doc/<package>/changelog.gz:
-# CHANGELOG.md, compressed reproducibly (no name, no time stamp).
+# A native package's changelog is /usr/share/doc/<package>/changelog.gz, in
+# Debian's changelog format: one entry holding CHANGELOG.md
+# (deb_changelog.cmake), compressed reproducibly (no name, no time stamp).
 add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/deb/changelog.gz
-  COMMAND ${CMAKE_COMMAND} -E copy ${CMAKE_SOURCE_DIR}/CHANGELOG.md ${CMAKE_BINARY_DIR}/deb/changelog
+  COMMAND ${CMAKE_COMMAND} -DIN=${CMAKE_SOURCE_DIR}/CHANGELOG.md -DOUT=${CMAKE_BINARY_DIR}/deb/changelog
+          -DVERSION=${PROJECT_VERSION} -DMAINTAINER=${PIPESPIN_DEB_MAINTAINER}
+          -DSOURCE_DIR=${CMAKE_SOURCE_DIR} -P ${CMAKE_SOURCE_DIR}/packaging/deb_changelog.cmake
   COMMAND gzip -9nf ${CMAKE_BINARY_DIR}/deb/changelog
-  DEPENDS ${CMAKE_SOURCE_DIR}/CHANGELOG.md
+  DEPENDS ${CMAKE_SOURCE_DIR}/CHANGELOG.md ${CMAKE_SOURCE_DIR}/packaging/deb_changelog.cmake
   VERBATIM)
 add_custom_target(pipespin_changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog.gz)
 install(FILES ${CMAKE_BINARY_DIR}/deb/changelog.gz DESTINATION ${CMAKE_INSTALL_DOCDIR}
