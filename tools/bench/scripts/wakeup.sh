@@ -4,11 +4,15 @@
 # tools/bench/worker.cpp; the matrix runs the first two as cases), in each
 # placement of the two ends, side by side: no shim, the empty preload, and
 # pipespin off, adaptive, and adaptive with spin_read=off. Each round runs every arm once in every
-# placement, interleaved; prints per placement and arm the median reader run
-# time over the reads (µs, from /proc/thread-self/schedstat), its range, and
-# the ratio to no shim. With OTHER_BUILD, two more arms run that build's
-# library in modes off and adaptive ("off, other", "adaptive, other"), to
-# compare two versions of the shim in one run.
+# placement, interleaved in a balanced order (common.sh, bench_order);
+# prints per placement and arm the median reader run time over the reads
+# (µs, from /proc/thread-self/schedstat), its range, and the ratio to no
+# shim; then per placement what adaptive adds to off, µs a read, as the
+# median of the rounds' own differences (a round's two runs are minutes
+# closer than the medians' runs: the host's drift cancels) with a 95%
+# bootstrap interval over the rounds (seed 1). With OTHER_BUILD, two more
+# arms run that build's library in modes off and adaptive ("off, other",
+# "adaptive, other"), to compare two versions of the shim in one run.
 #   usage: tools/bench/scripts/wakeup.sh [BUILD_DIR] [ROUNDS] [READS] [OTHER_BUILD]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -36,30 +40,53 @@ arm_env() {
     *) echo "LD_PRELOAD=$lib PIPESPIN_MODE=adaptive PIPESPIN_SPIN_READ=off" ;;
   esac
 }
-for r in $(seq "$rounds"); do
+for ((r = 0; r < rounds; r++)); do
   for where in same spread free; do
-    for arm in "${arms[@]}"; do
+    for ((k = 0; k < ${#arms[@]}; k++)); do
+      arm=${arms[$(bench_order "$r" "$k" "${#arms[@]}")]}
       # shellcheck disable=SC2046
       out=$(env $(arm_env "$arm") "$bench" worker "wakeup-$where" "$reads")
-      echo "$where|$arm|$out" >>"$work/samples"
+      echo "$r|$where|$arm|$out" >>"$work/samples"
     done
   done
-  echo "round $r/$rounds" >&2
+  echo "round $((r + 1))/$rounds" >&2
 done
 echo "wakeup: $reads reads 2 ms apart, $rounds interleaved rounds; reader run time over the reads (µs)"
-python3 - "$work/samples" "$reads" <<'PY'
-import collections, statistics, sys
+python3 - "$work/samples" "$reads" "${arms[@]}" <<'PY'
+import collections, random, statistics, sys
 d = collections.defaultdict(list)
+by_round = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
-    where, arm, us = line.rstrip("\n").split("|")
+    r, where, arm, us = line.rstrip("\n").split("|")
     d[(where, arm)].append(float(us))
+    by_round[(where, r)][arm] = float(us)
 reads = int(sys.argv[2])
+order = sys.argv[3:]
 print("| placement | arm | median µs | range | µs per read | / no shim |")
 print("|---|---|--:|--:|--:|--:|")
 for where in ("same", "spread", "free"):
     base = statistics.median(d[(where, "no shim")])
-    for (w, arm), v in d.items():
+    for (w, arm), v in sorted(d.items(), key=lambda kv: order.index(kv[0][1])):
         if w == where:
             m = statistics.median(v)
             print(f"| {w} | {arm} | {m:.0f} | {min(v):.0f}-{max(v):.0f} | {m / reads:.2f} | {m / base:.2f}x |")
+def interval(x):
+    if len(x) < 2:
+        return "-"
+    rng = random.Random(1)
+    m = sorted(statistics.median(rng.choices(x, k=len(x))) for _ in range(10000))
+    return f"[{m[250]:+.2f}, {m[9749]:+.2f}]"
+print()
+print("What adaptive adds to off, µs a read: the median of the rounds' differences")
+print()
+print("| placement | pair | adaptive - off | 95% interval | rounds |")
+print("|---|---|--:|--:|--:|")
+pairs = [("adaptive", "off")]
+if d.get(("same", "adaptive, other")):
+    pairs.append(("adaptive, other", "off, other"))
+for where in ("same", "spread", "free"):
+    for a, o in pairs:
+        x = [(v[a] - v[o]) / reads for (w, _), v in sorted(by_round.items()) if w == where and a in v and o in v]
+        if x:
+            print(f"| {where} | {a} - {o} | {statistics.median(x):+.2f} | {interval(x)} | {len(x)} |")
 PY
