@@ -164,10 +164,14 @@ void lost_to_slow_peer(PolicyState& s, const WaitObservation& o) noexcept {
 // path (a co-located ping-pong paid 128 such calls a side per measuring
 // pair, 0.3 µs a round trip over them). The drift check's base, what a
 // call costs not spinning here, is the run's first epoch (kBasePending).
+// A clear win: a spin that holds its peer's CPU adds its looks and a yield
+// to the switch, about twice a plain round trip, so a repeat is trusted
+// kClearGrowth times longer (4, 16, 64 epochs); a pair that moves apart
+// meanwhile is the drift check's to see.
 void lost_to_peer_on_this_cpu(PolicyState& s) noexcept {
     s.plain_call_ns.store(kBasePending, kRelaxed);
     next_epoch_from_scratch(s);
-    decide(s, false);
+    decide(s, false, true);
 }
 
 template <class T>

@@ -699,6 +699,30 @@ TEST_CASE(
     check_spins_for_a_peer_on_this_cpu(sim);
 }
 
+TEST_CASE("a peer on this CPU: each repeat of not spinning is trusted 4x longer",
+          "[policy][colocated]") {
+    // Close misses end the measuring pair with a clear verdict (a spin on
+    // the peer's CPU costs about twice a plain round trip): the runs of not
+    // spinning grow 4, 16, 64 epochs, as a ping-pong's spinning does, where
+    // doubling (4, 8, 16, 32) put a measuring pair and its spins into each
+    // 1000 round trips of a pair pinned to one CPU three times.
+    Sim sim;
+    sim.colocated = true;
+    sim.wake_ns = 1 * kUs;
+    sim.s.phase.store(static_cast<std::uint8_t>(Phase::TrySpin));
+    const Step peer{2 * kUs, 1};
+    std::vector<unsigned> runs;
+    Phase before = Phase::TrySpin;
+    for (std::uint64_t i = 0; i < 200 * SpinPolicy::kEpochCalls && runs.size() < 3; ++i) {
+        sim.call(peer);
+        const Phase now = sim.s.get_phase();
+        if (before != Phase::Plain && now == Phase::Plain) runs.push_back(sim.s.exploit_len.load());
+        before = now;
+    }
+    CHECK(runs == std::vector<unsigned>{SpinPolicy::kExploitMin, 4u * SpinPolicy::kExploitMin,
+                                        SpinPolicy::kExploitMax});
+}
+
 TEST_CASE("a peer on this CPU that answers during the spin's yield: no hit, spinning stops",
           "[policy][colocated]") {
     // Both ends pinned to one CPU (tools/bench/scripts/onecpu.sh): each
