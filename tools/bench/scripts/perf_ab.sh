@@ -11,8 +11,12 @@
 # runs slept through more than 1% of their round trips (vol. switches above
 # LOOPS/100) with the median of those runs and of the others: in a spinning
 # arm those are the runs whose pair spent a stretch on one CPU, where a spin
-# cannot help (docs/policy.md, known limits). What is compared is the loop
-# perf times, not the process start around it.
+# cannot help (docs/policy.md, known limits). Then each run placed as the
+# matrix places it, by its involuntary context switches per round trip
+# (on one CPU the woken end preempts its writer: at least 0.75, co-located;
+# at most 0.1, spread; between, mixed), and per placement each arm's runs
+# and median usecs/op with its ratio to the first arm's median there.
+# What is compared is the loop perf times, not the process start around it.
 #   usage: [ROUNDS=40] [LOOPS=20000] tools/bench/scripts/perf_ab.sh NAME=LIB@MODE ... [-- PERF_ARGS...]
 #   e.g.   tools/bench/scripts/perf_ab.sh fixed=build/lib/libpipespin.so@fixed \
 #            adaptive=build/lib/libpipespin.so@adaptive old=/tmp/old/libpipespin.so@adaptive
@@ -32,14 +36,15 @@ bench_clean_env
 bench_scratch
 
 bench_arms "" "${specs[@]}"
-run_arm() {  # index -> "usecs_per_op voluntary_switches"
-  local out us vcs
+run_arm() {  # index -> "usecs_per_op voluntary_switches involuntary_switches"
+  local out us vcs ics
   # shellcheck disable=SC2086 # the arm's variables, split on purpose
-  out=$( { /usr/bin/time -f "TIME %w" env ${envs[$1]} perf bench sched pipe -l "$loops" "${extra[@]}"; } 2>&1 )
+  out=$( { /usr/bin/time -f "TIME %w %c" env ${envs[$1]} perf bench sched pipe -l "$loops" "${extra[@]}"; } 2>&1 )
   us=$(awk '/usecs\/op/{print $1}' <<<"$out")
   vcs=$(awk '/^TIME/{print $2}' <<<"$out")
+  ics=$(awk '/^TIME/{print $3}' <<<"$out")
   [ -n "$us" ] || { echo "arm ${names[$1]}: perf printed no usecs/op: $out" >&2; exit 1; }
-  echo "$us $vcs"
+  echo "$us $vcs $ics"
 }
 bench_interleave "$rounds" ${#names[@]} run_arm > "$work/samples"
 
@@ -53,10 +58,12 @@ loops = int(sys.argv[2])
 names = sys.argv[4:]
 us = {i: [] for i in range(len(names))}
 vcs = {i: [] for i in range(len(names))}
+ics = {i: [] for i in range(len(names))}
 for line in open(sys.argv[1]):
-    i, u, v = line.split()
+    i, u, v, c = line.split()
     us[int(i)].append(float(u))
     vcs[int(i)].append(int(v))
+    ics[int(i)].append(int(c))
 # Each arm's usecs/op over the first arm's in the same round: the host's
 # drift (this VM's spin floor moves between ~1.3 and ~2.4 us with the hour)
 # cancels out of a ratio taken within one round.
@@ -80,4 +87,21 @@ for i, name in enumerate(names):
           f"| {st.median(vcs[i]):.0f} | {first / m:.3f} "
           f"| {st.median(pairs[i]):.3f} [{lo:.3f}, {hi:.3f}] | {len(slept)} of {len(us[i])} "
           f"| {med(slept)} | {med(rest)} |")
+def place(c):
+    return "co-located" if c >= 0.75 * loops else "spread" if c <= 0.1 * loops else "mixed"
+print()
+print("Per placement (involuntary switches per round trip): runs, median usecs/op, / first arm's there")
+print()
+print("| placement | " + " | ".join(names) + " |")
+print("|---|" + "--:|" * len(names))
+for where in ("co-located", "spread", "mixed"):
+    cells, base = [], None
+    for i in range(len(names)):
+        v = [u for u, c in zip(us[i], ics[i]) if place(c) == where]
+        m = st.median(v) if v else None
+        if i == 0:
+            base = m
+        ratio = f", {m / base:.3f}" if m is not None and base else ""
+        cells.append(f"{len(v)}: {m:.2f}{ratio}" if v else "0")
+    print(f"| {where} | " + " | ".join(cells) + " |")
 PY
