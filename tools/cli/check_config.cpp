@@ -60,8 +60,8 @@ std::string example_text() {
         "from a call that is about to spin or block, at most every reload_ms and "
         "first reload_ms after their first such call (they read the file when they "
         "started), and then apply all of it again, to every fd. A process that never "
-        "waits on a pipe never looks. Replace the file by rename(2) (as editors do) so that no process "
-        "reads half of it. A process in mode off with nothing to report (no stats, "
+        "waits on a pipe never looks. Replace the file by rename(2) (as editors do) so "
+        "that no process reads half of it. A process in mode off with nothing to report (no stats, "
         "log below info) makes no system call of its own, so it never looks either: "
         "it keeps mode off until it restarts.");
     out += "#\n";
