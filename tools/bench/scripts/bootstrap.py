@@ -1,6 +1,6 @@
-"""The bootstrap the A/B scripts share (worker_ab.sh, tree_ab.sh): a 95%
-interval of any statistic of the rounds, the rounds resampled as wholes
-(seed 1, so that a report is reproducible)."""
+"""The bootstrap the A/B scripts share (worker_ab.sh, tree_ab.sh,
+perf_ab.sh, wakeup.sh): a 95% interval of any statistic of the rounds, the
+rounds resampled as wholes (seed 1, so that a report is reproducible)."""
 import random
 
 

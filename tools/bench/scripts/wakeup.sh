@@ -52,16 +52,18 @@ for ((r = 0; r < rounds; r++)); do
   echo "round $((r + 1))/$rounds" >&2
 done
 echo "wakeup: $reads reads 2 ms apart, $rounds interleaved rounds; reader run time over the reads (µs)"
-python3 - "$work/samples" "$reads" "${arms[@]}" <<'PY'
-import collections, random, statistics, sys
+python3 - "$work/samples" "$(dirname "$0")" "$reads" "${arms[@]}" <<'PY'
+import collections, statistics, sys
+sys.path.insert(0, sys.argv[2])
+from bootstrap import Bootstrap
 d = collections.defaultdict(list)
 by_round = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     r, where, arm, us = line.rstrip("\n").split("|")
     d[(where, arm)].append(float(us))
     by_round[(where, r)][arm] = float(us)
-reads = int(sys.argv[2])
-order = sys.argv[3:]
+reads = int(sys.argv[3])
+order = sys.argv[4:]
 print("| placement | arm | median µs | range | µs per read | / no shim |")
 print("|---|---|--:|--:|--:|--:|")
 for where in ("same", "spread", "free"):
@@ -73,9 +75,8 @@ for where in ("same", "spread", "free"):
 def interval(x):
     if len(x) < 2:
         return "-"
-    rng = random.Random(1)
-    m = sorted(statistics.median(rng.choices(x, k=len(x))) for _ in range(10000))
-    return f"[{m[250]:+.2f}, {m[9749]:+.2f}]"
+    lo, hi = Bootstrap(len(x)).interval(lambda idx: statistics.median(x[k] for k in idx))
+    return f"[{lo:+.2f}, {hi:+.2f}]"
 print()
 print("What adaptive adds to off, µs a read: the median of the rounds' differences")
 print()
